@@ -1,0 +1,190 @@
+// The shell commands besides serving: list the catalog, call one tool, check
+// or update the golden catalog. None of them loads the MCP SDK.
+import { runTool } from "./call.ts";
+import { type Catalog, goldenText, summaryLine } from "./catalog.ts";
+import { problem, received, WardenError } from "./errors.ts";
+import { unifiedDiff } from "./line_diff.ts";
+import { platform } from "./platform/mod.ts";
+import type { RootFs } from "./roots.ts";
+import type { HostFacts } from "./tool.ts";
+
+/** What every command is given: the catalog and the facts to build a context from. */
+export interface CommandEnv {
+  readonly catalog: Catalog;
+  readonly fs: RootFs;
+  readonly host: HostFacts;
+  readonly callTimeoutMs: number;
+  /** Where the golden catalog lives. */
+  readonly goldenUrl: URL;
+}
+
+function usage(detail: string, fix: string): WardenError {
+  return new WardenError("config_invalid", problem("Invalid command line", detail, fix));
+}
+
+function print(text: string): void {
+  platform().writeStdout(text.endsWith("\n") ? text : text + "\n");
+}
+
+/** `warden tools [--json]`: name, risk class and one-line summary of each tool. */
+export function toolsCommand(env: CommandEnv, args: readonly string[]): number {
+  const unknown = args.find((arg) => arg !== "--json");
+  if (unknown) throw usage(`unknown option ${received(unknown)} for "warden tools"`, "the only option is --json");
+  const tools = env.catalog.listResult.tools;
+  if (args.includes("--json")) {
+    print(JSON.stringify(env.catalog.listResult, null, 2));
+    return 0;
+  }
+  const nameWidth = Math.max(4, ...tools.map((t) => t.name.length));
+  const riskWidth = Math.max(4, ...tools.map((t) => t._meta["warden/risk"].length));
+  const rows = [`${"NAME".padEnd(nameWidth)}  ${"RISK".padEnd(riskWidth)}  DESCRIPTION`];
+  for (const t of tools) {
+    rows.push(
+      `${t.name.padEnd(nameWidth)}  ${t._meta["warden/risk"].padEnd(riskWidth)}  ${summaryLine(t.description)}`,
+    );
+  }
+  print(rows.join("\n"));
+  return 0;
+}
+
+type PropertySchema = { type?: string | string[] };
+
+/** Turns `key=value` text into the JSON type the tool's input schema declares for `key`. */
+export function coerceArgument(schema: PropertySchema | undefined, text: string): unknown {
+  const types = schema?.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (types.includes("string") || (types.length === 0 && !/^[[{"\d-]|^(true|false|null)$/.test(text))) return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Left as text so that validation reports what was received.
+    return text;
+  }
+}
+
+/** `warden call <tool> [--arg key=value]... [--args <json>] [--json]`. */
+export async function callCommand(env: CommandEnv, argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name.startsWith("-")) {
+    throw usage("missing the tool name", 'run "warden call <tool> --arg key=value", see "warden tools"');
+  }
+  const descriptor = env.catalog.listResult.tools.find((t) => t.name === name);
+  const tool = env.catalog.tools.get(name);
+  if (!descriptor || !tool) {
+    throw new WardenError(
+      "unknown_tool",
+      problem("Unknown tool", received(name), 'run "warden tools" to list the tools'),
+    );
+  }
+  const properties = (descriptor.inputSchema.properties ?? {}) as Record<string, PropertySchema>;
+  let args: Record<string, unknown> = {};
+  let json = false;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i];
+    if (arg === "--json") {
+      json = true;
+    } else if (arg === "--arg" || arg.startsWith("--arg=")) {
+      const pair = arg === "--arg" ? rest[++i] : arg.slice("--arg=".length);
+      const eq = pair?.indexOf("=") ?? -1;
+      if (!pair || eq <= 0) {
+        throw usage(`--arg expects key=value, received ${received(pair)}`, "for example --arg root=default");
+      }
+      const key = pair.slice(0, eq);
+      const value = coerceArgument(properties[key], pair.slice(eq + 1));
+      const declared = properties[key]?.type;
+      if (declared === "array" && !Array.isArray(value)) {
+        args[key] = [...(Array.isArray(args[key]) ? args[key] as unknown[] : []), value];
+      } else {
+        args[key] = value;
+      }
+    } else if (arg === "--args" || arg.startsWith("--args=")) {
+      const text = arg === "--args" ? rest[++i] : arg.slice("--args=".length);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text ?? "");
+      } catch {
+        throw usage(
+          `--args expects a JSON object, received ${received(text)}`,
+          `for example --args '{"root":"default"}'`,
+        );
+      }
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        throw usage(
+          `--args expects a JSON object, received ${received(text)}`,
+          `for example --args '{"root":"default"}'`,
+        );
+      }
+      args = { ...args, ...parsed };
+    } else {
+      throw usage(`unknown option ${received(arg)} for "warden call"`, "use --arg key=value, --args <json> or --json");
+    }
+  }
+  const controller = new AbortController();
+  const stopListening = platform().onInterrupt(() => controller.abort());
+  const result = await runTool(tool, args, {
+    fs: env.fs,
+    host: env.host,
+    timeoutMs: env.callTimeoutMs,
+    signal: controller.signal,
+    sendProgress: (progress, total, message) => {
+      platform().writeStderr(
+        `progress ${progress}${total !== undefined ? `/${total}` : ""}${message ? ` ${message}` : ""}\n`,
+      );
+      return Promise.resolve();
+    },
+    sendLog: (level, data) =>
+      platform().writeStderr(`${level}: ${typeof data === "string" ? data : JSON.stringify(data)}\n`),
+  });
+  stopListening();
+  if (json) {
+    print(JSON.stringify(result, null, 2));
+  } else {
+    const text = result.structuredContent
+      ? JSON.stringify(result.structuredContent, null, 2)
+      : result.content.map((c) => c.text).join("\n");
+    if (result.isError) platform().writeStderr(text + "\n");
+    else print(text);
+  }
+  return result.isError ? 1 : 0;
+}
+
+/** `warden catalog [--check | --update]`: prints, checks or rewrites the golden catalog. */
+export async function catalogCommand(env: CommandEnv, args: readonly string[]): Promise<number> {
+  const unknown = args.find((arg) => arg !== "--check" && arg !== "--update");
+  if (unknown || args.length > 1) {
+    throw usage(
+      `unexpected ${received(unknown ?? args.join(" "))} for "warden catalog"`,
+      "use --check or --update, or no option to print it",
+    );
+  }
+  const current = goldenText(env.catalog);
+  const goldenPath = platform().fromFileUrl(env.goldenUrl);
+  if (args[0] === "--update") {
+    await platform().fs.writeTextFileAtomic(goldenPath, current);
+    platform().writeStderr(
+      `Updated schema/catalog.json: ${env.catalog.listResult.tools.length} tools, ${env.catalog.digest}\n`,
+    );
+    return 0;
+  }
+  if (args[0] !== "--check") {
+    print(current);
+    return 0;
+  }
+  let golden: string;
+  try {
+    golden = await platform().fs.readTextFile(goldenPath);
+  } catch {
+    platform().writeStderr(
+      'The golden catalog schema/catalog.json is missing; run "warden catalog --update" and commit it\n',
+    );
+    return 1;
+  }
+  if (golden === current) {
+    platform().writeStderr(`Catalog matches schema/catalog.json (${env.catalog.digest})\n`);
+    return 0;
+  }
+  platform().writeStderr(
+    unifiedDiff(golden, current, ["schema/catalog.json (golden)", "catalog (this build)"]) +
+      'The catalog differs from schema/catalog.json. If the change is intended, run "warden catalog --update" and commit the file.\n',
+  );
+  return 1;
+}

@@ -1,0 +1,58 @@
+// One shape for every message a user reads: what failed, a colon, what was
+// received, and what to do about it. Tests assert these strings.
+
+/** Machine-readable reason carried beside every message. */
+export type ErrorCode =
+  | "config_invalid"
+  | "tool_load_failed"
+  | "catalog_mismatch"
+  | "invalid_arguments"
+  | "unknown_tool"
+  | "unknown_root"
+  | "path_refused"
+  | "not_found"
+  | "too_large"
+  | "timeout"
+  | "cancelled"
+  | "tool_failed"
+  | "invalid_output";
+
+/** An error whose message is meant for the person or agent that caused it. */
+export class WardenError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = "WardenError";
+    this.code = code;
+  }
+}
+
+/** Renders a received value for a message: JSON, cut to a readable length. */
+export function received(value: unknown): string {
+  let text: string;
+  try {
+    text = value === undefined ? "undefined" : JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/**
+ * Builds a message: `<what>: <detail>` and, when given, `; <fix>`.
+ *
+ * @example
+ * ```ts
+ * problem("Invalid --call-timeout", `expected a duration such as 30s, received ${received("abc")}`, "use ms, s or m")
+ * // 'Invalid --call-timeout: expected a duration such as 30s, received "abc"; use ms, s or m'
+ * ```
+ */
+export function problem(what: string, detail: string, fix?: string): string {
+  return fix ? `${what}: ${detail}; ${fix}` : `${what}: ${detail}`;
+}
+
+/** The message of anything thrown, without a stack. */
+export function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  return String(error);
+}

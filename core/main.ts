@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+// warden's entry point: `warden [serve]` runs the stdio MCP server; `tools`,
+// `call` and `catalog` are shell commands over the same frozen catalog.
+import pkg from "../package.json" with { type: "json" };
+import { buildCatalog, type Catalog } from "./catalog.ts";
+import { callCommand, catalogCommand, type CommandEnv, toolsCommand } from "./cli.ts";
+import { type Config, parseConfig, SETTINGS } from "./config.ts";
+import { messageOf, WardenError } from "./errors.ts";
+import { loadTools } from "./loader.ts";
+import { log, setLogLevel } from "./log.ts";
+import { openRoots, type RootFs } from "./roots.ts";
+import { DENO_RUN_FLAGS, initPlatform, platform } from "./platform/mod.ts";
+import type { HostFacts } from "./tool.ts";
+
+// From source (deno) this file is core/main.ts; in the build it is dist/core/main.js.
+const fromSource = import.meta.url.endsWith(".ts");
+const appRoot = new URL(fromSource ? "../" : "../../", import.meta.url);
+
+const HELP = `warden ${pkg.version}: a sealed MCP tool host
+
+Usage:
+  warden [serve]                    run the MCP server on stdin/stdout
+  warden tools [--json]             list the tools: name, risk class, summary
+  warden call <tool> [--arg key=value]... [--args <json>] [--json]
+                                    run one tool and print its result
+  warden catalog [--check|--update] print, check or rewrite schema/catalog.json
+  warden help | --version
+
+Settings (flag, environment variable, default):
+${SETTINGS.map((s) => `  ${s.flag.padEnd(28)} ${(s.env ?? "").padEnd(20)} ${s.default}`).join("\n")}
+`;
+
+const SHELL_COMMANDS = ["tools", "call", "catalog", "help", "--help", "-h", "version", "--version"];
+
+function toolsDir(): { url: URL; extensions: string[] } {
+  const override = platform().env("WARDEN_TOOLS_DIR");
+  if (override) {
+    const base = new URL(`file://${encodeURI(platform().cwd())}/`);
+    const url = new URL(override.endsWith("/") ? override : override + "/", base);
+    return { url, extensions: fromSource ? [".ts", ".js"] : [".js"] };
+  }
+  return fromSource
+    ? { url: new URL("tools/", appRoot), extensions: [".ts"] }
+    : { url: new URL("dist/tools/", appRoot), extensions: [".js"] };
+}
+
+function hostFacts(catalog: Catalog, fs: RootFs, transport: HostFacts["transport"]): HostFacts {
+  const { runtime } = platform();
+  return Object.freeze({
+    name: pkg.name,
+    version: pkg.version,
+    runtime: Object.freeze({ name: runtime.name, version: runtime.version }),
+    transport,
+    protocolVersion: null,
+    catalogDigest: catalog.digest,
+    toolsByRisk: catalog.toolsByRisk,
+    rootIds: fs.rootIds,
+  });
+}
+
+/** The argv that starts this same server, for the registration hint. */
+function serverArgv(config: Config, explicitRoots: boolean): string[] {
+  const { runtime } = platform();
+  const main = platform().fromFileUrl(new URL(import.meta.url));
+  const args = runtime.name === "deno" ? ["run", ...DENO_RUN_FLAGS, main] : [main];
+  if (explicitRoots) { for (const root of config.roots) args.push("--root", `${root.id}=${root.path}`); }
+  return [runtime.execPath, ...args];
+}
+
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const { config, rest } = parseConfig(argv);
+  setLogLevel(config.logLevel);
+  const [command = "serve", ...args] = rest;
+  if (command === "help" || command === "--help" || command === "-h") {
+    platform().writeStdout(HELP);
+    return 0;
+  }
+  if (command === "--version" || command === "version") {
+    platform().writeStdout(`warden ${pkg.version}\n`);
+    return 0;
+  }
+  if (command !== "serve" && !SHELL_COMMANDS.includes(command)) {
+    throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
+  }
+  const dir = toolsDir();
+  const [loaded, fs] = await Promise.all([loadTools(dir.url, dir.extensions), openRoots(config.roots)]);
+  const catalog = await buildCatalog(loaded);
+
+  if (command === "serve") {
+    if (args.length > 0) {
+      throw new WardenError("config_invalid", `Unexpected argument "${args[0]}" for "warden serve": run "warden help"`);
+    }
+    const { serve } = await import("./server.ts");
+    const facts = hostFacts(catalog, fs, "stdio");
+    await serve({
+      name: pkg.name,
+      version: pkg.version,
+      catalog,
+      fs,
+      callTimeoutMs: config.callTimeoutMs,
+      host: facts,
+    });
+    const explicitRoots = argv.includes("--root") || argv.some((a) => a.startsWith("--root=")) ||
+      !!platform().env("WARDEN_ROOTS");
+    const [commandPath, ...commandArgs] = serverArgv(config, explicitRoots);
+    log("info", "ready", {
+      version: pkg.version,
+      runtime: `${facts.runtime.name} ${facts.runtime.version}`,
+      tools: catalog.toolsByRisk,
+      catalog: catalog.digest,
+      roots: fs.rootIds,
+      register: {
+        claudeCode: ["claude", "mcp", "add", "warden", "--", commandPath, ...commandArgs].map(shellQuote).join(" "),
+        mcpJson: { mcpServers: { warden: { command: commandPath, args: commandArgs } } },
+      },
+    });
+    return -1;
+  }
+  const env: CommandEnv = {
+    catalog,
+    fs,
+    host: hostFacts(catalog, fs, "cli"),
+    callTimeoutMs: config.callTimeoutMs,
+    goldenUrl: new URL("schema/catalog.json", appRoot),
+  };
+  if (command === "tools") return toolsCommand(env, args);
+  if (command === "call") return await callCommand(env, args);
+  return await catalogCommand(env, args);
+}
+
+const { args } = await initPlatform();
+main(args).then(
+  (code) => {
+    // -1: the server is running and exits when stdin closes.
+    if (code >= 0) platform().setExitCode(code);
+  },
+  (error: unknown) => {
+    // Structured for the server (its stderr is a log); plain for shell commands.
+    const serving = !args.some((arg) => SHELL_COMMANDS.includes(arg));
+    if (serving) log("error", "startup_failed", { error: messageOf(error), code: (error as WardenError)?.code });
+    else platform().writeStderr(`warden: ${messageOf(error)}\n`);
+    if (!(error instanceof WardenError)) platform().writeStderr(`${(error as Error)?.stack ?? ""}\n`);
+    platform().setExitCode(error instanceof WardenError ? 2 : 70);
+  },
+);

@@ -1,0 +1,34 @@
+// Runtime detection, in one function; the adapter for the other runtime is
+// never loaded.
+import type { Platform } from "./types.ts";
+
+export type * from "./types.ts";
+
+let current: Platform | undefined;
+
+/** Loads the adapter of the running runtime; call once, first thing. */
+export async function initPlatform(): Promise<Platform> {
+  if (!current) {
+    current = "Deno" in globalThis
+      ? (await import("./deno.ts")).denoPlatform()
+      : (await import("./node.ts")).nodePlatform();
+  }
+  return current;
+}
+
+/** The running platform; `initPlatform` must have resolved before. */
+export function platform(): Platform {
+  if (!current) throw new Error("initPlatform() was not awaited before platform() was used");
+  return current;
+}
+
+/**
+ * The permissions `deno task start` grants the host. One list, used by the
+ * registration hint and checked against deno.json by a test.
+ */
+export const DENO_RUN_FLAGS: readonly string[] = Object.freeze([
+  "--no-prompt",
+  "--allow-read",
+  "--allow-env",
+  "--allow-sys",
+]);

@@ -1,0 +1,304 @@
+// The file-system door for every tool: reads, lists and globs confined to the
+// configured roots. Paths are resolved to real paths before use, so `..`,
+// absolute paths and symlinks that lead out of a root are refused. Results
+// name roots by id and paths relative to the root, never host paths.
+import path from "node:path";
+import { problem, received, WardenError } from "./errors.ts";
+import { platform, type PlatformDirEntry } from "./platform/mod.ts";
+
+/** A configured root: a logical id and the directory it stands for. */
+export interface RootSpec {
+  readonly id: string;
+  readonly path: string;
+}
+
+/** One directory entry, as `ctx.fs.list` reports it. */
+export interface DirEntry {
+  readonly name: string;
+  readonly kind: "file" | "directory" | "symlink" | "other";
+}
+
+/** File facts, as `ctx.fs.stat` reports them. */
+export interface FileInfo {
+  /** Path relative to the root, with `/` separators. */
+  readonly path: string;
+  readonly kind: "file" | "directory" | "other";
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+/** Options of `ctx.fs.glob`. */
+export interface GlobOptions {
+  /** Directory inside the root to glob from; results stay relative to the root. */
+  readonly cwd?: string;
+  /** Honour `.gitignore` files (default true). */
+  readonly gitignore?: boolean;
+  /** Match dot files (default false). */
+  readonly dot?: boolean;
+  /** Extra patterns to leave out. */
+  readonly ignore?: readonly string[];
+}
+
+/** Read-only, root-confined file access: the `fs` of a `read` context. */
+export interface RootFs {
+  /** Root ids, in configuration order; the first is the default. */
+  readonly rootIds: readonly string[];
+  readText(root: string, file: string, options?: { maxBytes?: number }): Promise<string>;
+  readBytes(root: string, file: string, options?: { maxBytes?: number }): Promise<Uint8Array>;
+  stat(root: string, file: string): Promise<FileInfo>;
+  list(root: string, dir?: string): Promise<DirEntry[]>;
+  /** Files (not directories) matching `patterns`, relative to the root, sorted. */
+  glob(root: string, patterns: string | readonly string[], options?: GlobOptions): Promise<string[]>;
+}
+
+/** Largest file `readText`/`readBytes` return unless told otherwise. */
+export const DEFAULT_MAX_READ_BYTES = 16 * 1024 * 1024;
+
+interface OpenRoot {
+  readonly id: string;
+  /** The path as configured, made absolute; absolute inputs are matched against it. */
+  readonly given: string;
+  readonly real: string;
+}
+
+interface Resolved {
+  readonly root: OpenRoot;
+  /** Real path on the host; never shown. */
+  readonly real: string;
+  /** Normalised path relative to the root with `/` separators, as the caller named it. */
+  readonly display: string;
+}
+
+function isInside(parent: string, child: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
+
+function toPosix(p: string): string {
+  return path.sep === "/" ? p : p.split(path.sep).join("/");
+}
+
+function nodeCode(error: unknown): string | undefined {
+  return (error as { code?: string } | null)?.code;
+}
+
+/**
+ * Opens the configured roots: each must be an existing directory. Throws a
+ * `config_invalid` error naming the root otherwise.
+ */
+export async function openRoots(specs: readonly RootSpec[]): Promise<RootFs> {
+  const roots = new Map<string, OpenRoot>();
+  for (const spec of specs) {
+    const fs = platform().fs;
+    const given = path.resolve(spec.path);
+    let real: string;
+    try {
+      real = await fs.realPath(given);
+    } catch {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `Invalid root "${spec.id}"`,
+          `${received(spec.path)} does not exist`,
+          `pass --root ${spec.id}=<an existing directory>`,
+        ),
+      );
+    }
+    if (!(await fs.stat(real)).isDirectory) {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `Invalid root "${spec.id}"`,
+          `${received(spec.path)} is not a directory`,
+          `pass --root ${spec.id}=<a directory>`,
+        ),
+      );
+    }
+    roots.set(spec.id, { id: spec.id, given, real });
+  }
+  return new ConfinedFs(roots);
+}
+
+class ConfinedFs implements RootFs {
+  readonly rootIds: readonly string[];
+  readonly #roots: ReadonlyMap<string, OpenRoot>;
+
+  constructor(roots: ReadonlyMap<string, OpenRoot>) {
+    this.#roots = roots;
+    this.rootIds = Object.freeze([...roots.keys()]);
+  }
+
+  #root(id: string): OpenRoot {
+    const root = typeof id === "string" ? this.#roots.get(id) : undefined;
+    if (!root) {
+      throw new WardenError(
+        "unknown_root",
+        problem("Unknown root", `received ${received(id)}`, `use one of: ${this.rootIds.join(", ")}`),
+      );
+    }
+    return root;
+  }
+
+  /** Lexical check first (cheap, and says `..` plainly), then the real path. */
+  async #resolve(rootId: string, input: string): Promise<Resolved> {
+    const root = this.#root(rootId);
+    if (typeof input !== "string") {
+      throw new WardenError("path_refused", problem("Invalid path", `expected a string, received ${received(input)}`));
+    }
+    if (input.includes("\0")) {
+      throw new WardenError("path_refused", problem("Invalid path", `${received(input)} contains a NUL byte`));
+    }
+    let rel: string;
+    if (path.isAbsolute(input)) {
+      const abs = path.normalize(input);
+      const base = isInside(root.given, abs) ? root.given : isInside(root.real, abs) ? root.real : undefined;
+      if (base === undefined) {
+        throw new WardenError(
+          "path_refused",
+          problem(
+            `Path refused in root "${root.id}"`,
+            "an absolute path outside the root",
+            "pass a path relative to the root",
+          ),
+        );
+      }
+      rel = path.relative(base, abs);
+    } else {
+      rel = path.relative(root.real, path.resolve(root.real, input));
+      if (!isInside(root.real, path.resolve(root.real, input))) {
+        throw new WardenError(
+          "path_refused",
+          problem(
+            `Path refused in root "${root.id}"`,
+            `${received(input)} leads outside the root`,
+            "remove the `..` segments",
+          ),
+        );
+      }
+    }
+    const display = toPosix(rel) || ".";
+    let real: string;
+    try {
+      real = await platform().fs.realPath(path.join(root.real, rel));
+    } catch (error) {
+      if (nodeCode(error) === "ENOENT" || nodeCode(error) === "ENOTDIR") {
+        throw new WardenError("not_found", problem(`Not found in root "${root.id}"`, received(display)));
+      }
+      throw error;
+    }
+    if (!isInside(root.real, real)) {
+      throw new WardenError(
+        "path_refused",
+        problem(
+          `Path refused in root "${root.id}"`,
+          `${received(display)} is a symlink that resolves outside the root`,
+          "only files inside the root can be read",
+        ),
+      );
+    }
+    return { root, real, display };
+  }
+
+  async readBytes(rootId: string, file: string, options: { maxBytes?: number } = {}): Promise<Uint8Array> {
+    const maxBytes = options.maxBytes ?? DEFAULT_MAX_READ_BYTES;
+    const target = await this.#resolve(rootId, file);
+    const read = await platform().fs.readRegularFile(target.real, maxBytes);
+    const where = `in root "${target.root.id}"`;
+    switch (read.kind) {
+      case "ok":
+        return read.bytes;
+      case "symlink":
+        // The real path had no symlink left; one appearing now is a swap.
+        throw new WardenError(
+          "path_refused",
+          problem(`Path refused ${where}`, `${received(target.display)} changed into a symlink while being read`),
+        );
+      case "not_a_file":
+        throw new WardenError("not_found", problem(`Not a file ${where}`, received(target.display)));
+      case "too_large":
+        throw new WardenError(
+          "too_large",
+          problem(
+            `File too large ${where}`,
+            `${received(target.display)} has ${read.size} bytes, the limit is ${maxBytes}`,
+          ),
+        );
+    }
+  }
+
+  async readText(rootId: string, file: string, options: { maxBytes?: number } = {}): Promise<string> {
+    return new TextDecoder().decode(await this.readBytes(rootId, file, options));
+  }
+
+  async stat(rootId: string, file: string): Promise<FileInfo> {
+    const target = await this.#resolve(rootId, file);
+    const info = await platform().fs.stat(target.real);
+    return {
+      path: target.display,
+      kind: info.isFile ? "file" : info.isDirectory ? "directory" : "other",
+      size: info.size,
+      mtimeMs: info.mtimeMs,
+    };
+  }
+
+  async list(rootId: string, dir = "."): Promise<DirEntry[]> {
+    const target = await this.#resolve(rootId, dir);
+    let entries: PlatformDirEntry[];
+    try {
+      entries = await platform().fs.readDir(target.real);
+    } catch (error) {
+      if (nodeCode(error) === "ENOTDIR") {
+        throw new WardenError(
+          "not_found",
+          problem(`Not a directory in root "${target.root.id}"`, received(target.display)),
+        );
+      }
+      throw error;
+    }
+    return entries
+      .map((entry): DirEntry => ({ name: entry.name, kind: entry.kind }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async glob(rootId: string, patterns: string | readonly string[], options: GlobOptions = {}): Promise<string[]> {
+    const list = typeof patterns === "string" ? [patterns] : [...patterns];
+    for (const pattern of [...list, ...(options.ignore ?? [])]) {
+      const bare = pattern.startsWith("!") ? pattern.slice(1) : pattern;
+      if (path.posix.isAbsolute(bare) || path.isAbsolute(bare) || bare.split(/[\\/]/).includes("..")) {
+        throw new WardenError(
+          "path_refused",
+          problem(
+            "Glob pattern refused",
+            `${received(pattern)} could leave the root`,
+            "use a pattern relative to the root, without `..`",
+          ),
+        );
+      }
+    }
+    const base = await this.#resolve(rootId, options.cwd ?? ".");
+    const { globby } = await import("globby");
+    const found = await globby(list, {
+      cwd: base.real,
+      gitignore: options.gitignore ?? true,
+      dot: options.dot ?? false,
+      ignore: [...(options.ignore ?? []), "**/.git/**"],
+      onlyFiles: true,
+      followSymbolicLinks: false,
+      objectMode: true,
+    });
+    const prefix = base.display === "." ? "" : base.display + "/";
+    const out: string[] = [];
+    for (const entry of found) {
+      // A symlinked file is kept only when it resolves inside the root.
+      if (entry.dirent.isSymbolicLink()) {
+        try {
+          if (!isInside(base.root.real, await platform().fs.realPath(path.join(base.real, entry.path)))) continue;
+        } catch {
+          continue;
+        }
+      }
+      out.push(prefix + toPosix(entry.path));
+    }
+    return out.sort();
+  }
+}

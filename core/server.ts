@@ -1,0 +1,160 @@
+// The MCP server over stdio. This is the only module that imports
+// @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { ErrorCode, InitializeRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { runTool } from "./call.ts";
+import type { Catalog } from "./catalog.ts";
+import { log } from "./log.ts";
+import { platform } from "./platform/mod.ts";
+import type { RootFs } from "./roots.ts";
+import { StdioTransport } from "./stdio.ts";
+import type { ClientLogLevel, HostFacts } from "./tool.ts";
+
+/** Levels of `logging/setLevel`, least severe first. */
+const CLIENT_LOG_LEVELS: readonly ClientLogLevel[] = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency",
+];
+
+/** What `serve` needs: the frozen catalog and the door tools read through. */
+export interface ServeOptions {
+  readonly name: string;
+  readonly version: string;
+  readonly catalog: Catalog;
+  readonly fs: RootFs;
+  readonly callTimeoutMs: number;
+  /** Host facts without the protocol version, which initialize decides. */
+  readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
+}
+
+type Params = Record<string, unknown> | undefined;
+
+function invalidParams(message: string): McpError {
+  return new McpError(ErrorCode.InvalidParams, message);
+}
+
+/**
+ * Serves the catalog over stdin/stdout until stdin closes, then exits the
+ * process. Resolves once the server is listening.
+ */
+export async function serve(options: ServeOptions): Promise<void> {
+  const { catalog } = options;
+  let protocolVersion: string | null = null;
+  let clientLogLevel = CLIENT_LOG_LEVELS.indexOf("info");
+
+  const host: HostFacts = Object.freeze({
+    ...options.host,
+    transport: "stdio" as const,
+    get protocolVersion() {
+      return protocolVersion;
+    },
+  });
+
+  const server = new Server(
+    { name: options.name, version: options.version },
+    { capabilities: { tools: { listChanged: false }, logging: {} } },
+  );
+
+  // The SDK negotiates the version; we only remember what it agreed.
+  const initialize = server["_oninitialize"].bind(server);
+  server.setRequestHandler(InitializeRequestSchema, async (request) => {
+    const result = await initialize(request);
+    protocolVersion = result.protocolVersion;
+    return result;
+  });
+
+  // tools/* and logging/setLevel are answered here, with warden's own
+  // validation, instead of the SDK's per-request zod parsing of requests and results.
+  server.removeRequestHandler("logging/setLevel");
+  server.fallbackRequestHandler = async (request, extra) => {
+    const params = request.params as Params;
+    switch (request.method) {
+      case "tools/list": {
+        if (params?.cursor !== undefined) {
+          throw invalidParams(
+            `Invalid cursor ${JSON.stringify(params.cursor)}: the catalog has one page; omit the cursor`,
+          );
+        }
+        return catalog.listResult as unknown as Record<string, unknown>;
+      }
+      case "tools/call": {
+        const name = params?.name;
+        if (typeof name !== "string") {
+          throw invalidParams("Invalid tools/call: params.name must be the tool name as a string");
+        }
+        const tool = catalog.tools.get(name);
+        if (!tool) {
+          throw invalidParams(`Unknown tool ${JSON.stringify(name)}: call tools/list for the tools this server has`);
+        }
+        const args = params?.arguments;
+        if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) {
+          throw invalidParams(
+            `Invalid tools/call: params.arguments must be an object, received ${JSON.stringify(args)}`,
+          );
+        }
+        const progressToken = (params?._meta as Params)?.progressToken;
+        const validToken = typeof progressToken === "string" || typeof progressToken === "number";
+        const started = performance.now();
+        const result = await runTool(tool, args, {
+          fs: options.fs,
+          host,
+          timeoutMs: options.callTimeoutMs,
+          signal: extra.signal,
+          sendProgress: validToken
+            ? (progress, total, message) =>
+              extra.sendNotification({
+                method: "notifications/progress",
+                params: {
+                  progressToken,
+                  progress,
+                  ...(total !== undefined && { total }),
+                  ...(message !== undefined && { message }),
+                },
+              })
+            : undefined,
+          sendLog: (level, data) => {
+            if (CLIENT_LOG_LEVELS.indexOf(level) < clientLogLevel) return;
+            void extra.sendNotification({ method: "notifications/message", params: { level, logger: name, data } })
+              .catch(() => {});
+          },
+        });
+        log("debug", "call", {
+          tool: name,
+          ms: Math.round(performance.now() - started),
+          isError: result.isError === true,
+        });
+        return result as unknown as Record<string, unknown>;
+      }
+      case "logging/setLevel": {
+        const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);
+        if (level === -1) {
+          throw invalidParams(
+            `Invalid log level ${JSON.stringify(params?.level)}: expected one of ${CLIENT_LOG_LEVELS.join(", ")}`,
+          );
+        }
+        clientLogLevel = level;
+        return {};
+      }
+      default:
+        throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+    }
+  };
+
+  const transport = new StdioTransport();
+  transport.preserialize(catalog.listResult, JSON.stringify(catalog.listResult));
+  transport.onerror = (error) => log("warn", "transport_error", { error: error.message });
+  server.onerror = (error) => log("warn", "protocol_error", { error: error.message });
+  server.onclose = () => {
+    // Closing stdin is the stdio shutdown: the SDK has already aborted every
+    // running call (their signals fire), and nothing is left to answer.
+    log("info", "stopped", { reason: "stdin closed" });
+    platform().exit(0);
+  };
+  await server.connect(transport);
+}

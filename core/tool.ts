@@ -1,0 +1,129 @@
+// The tool API: one object of one shape per tool. The core knows nothing else
+// about a tool than what this file describes.
+import type * as v from "valibot";
+import type { RootFs } from "./roots.ts";
+
+/** What a tool may touch. Higher classes add capabilities to the context. */
+export type RiskClass = "read" | "gate" | "external-side-effect";
+
+export const RISK_CLASSES: readonly RiskClass[] = Object.freeze(["read", "gate", "external-side-effect"]);
+
+/** Tool names every MCP client accepts; the file name must equal the name. */
+export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** Levels of `notifications/message`, as RFC 5424 and MCP name them. */
+export type ClientLogLevel =
+  | "debug"
+  | "info"
+  | "notice"
+  | "warning"
+  | "error"
+  | "critical"
+  | "alert"
+  | "emergency";
+
+/** Facts about the running host, safe to show: no paths, no environment. */
+export interface HostFacts {
+  readonly name: string;
+  readonly version: string;
+  readonly runtime: { readonly name: string; readonly version: string };
+  readonly transport: "stdio" | "cli";
+  /** The protocol version agreed at initialize; null outside an MCP session. */
+  readonly protocolVersion: string | null;
+  readonly catalogDigest: string;
+  readonly toolsByRisk: Readonly<Record<RiskClass, number>>;
+  readonly rootIds: readonly string[];
+}
+
+/** What every tool gets, whatever its class. */
+export interface BaseContext {
+  /** Aborted when the client cancels the call or the call times out. */
+  readonly signal: AbortSignal;
+  /**
+   * Reports progress when the client asked for it (a no-op otherwise).
+   * Values that do not increase are dropped, as the protocol requires.
+   */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+  /** Sends a `notifications/message` to the client, subject to its log level. */
+  log(level: ClientLogLevel, data: unknown): void;
+  readonly host: HostFacts;
+}
+
+/** `read`: files under the configured roots, nothing else. */
+export interface ReadContext extends BaseContext {
+  readonly fs: RootFs;
+}
+
+/** The context each class receives; `gate` and `external-side-effect` grow in later work. */
+export interface ContextByRisk {
+  read: ReadContext;
+  gate: ReadContext;
+  "external-side-effect": ReadContext;
+}
+
+/** Any tool context. */
+export type ToolContext = ContextByRisk[RiskClass];
+
+/** The input schema shape warden accepts: a strict object, so unknown keys are refused. */
+export type InputSchema = v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>;
+
+/** An output schema: any object schema, its JSON Schema is published as `outputSchema`. */
+export type OutputSchema =
+  | v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
+  | v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>;
+
+/** What a handler may return: text, or a JSON value rendered as text. */
+export type ToolReturn<O extends OutputSchema | undefined> = O extends OutputSchema ? v.InferInput<O>
+  : unknown;
+
+/** Everything a tool file declares. */
+export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends OutputSchema | undefined> {
+  /** `^[a-z][a-z0-9_]{0,63}$`, equal to the file name. */
+  readonly name: string;
+  readonly title: string;
+  /** First sentence is the one-line summary shown by `warden tools`. */
+  readonly description: string;
+  readonly risk: R;
+  readonly input: I;
+  readonly output?: O;
+  readonly handler: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
+}
+
+const TOOL_BRAND: unique symbol = Symbol.for("warden.tool");
+
+/** A tool as the loader sees it: the spec, branded by `defineTool`. */
+export interface Tool {
+  readonly [TOOL_BRAND]: true;
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly risk: RiskClass;
+  readonly input: InputSchema;
+  readonly output?: OutputSchema;
+  // The handler's argument types are erased here; the host validates
+  // arguments against `input` before it calls, which restores them.
+  readonly handler: (args: never, ctx: never) => unknown;
+}
+
+/**
+ * Declares a tool. The only export a tool file needs:
+ *
+ * @example
+ * ```ts
+ * export const tool = defineTool({
+ *   name: "echo", title: "Echo", description: "Returns its input.",
+ *   risk: "read", input: v.strictObject({ text: v.string() }),
+ *   handler: ({ text }) => text,
+ * });
+ * ```
+ */
+export function defineTool<R extends RiskClass, I extends InputSchema, O extends OutputSchema | undefined = undefined>(
+  spec: ToolSpec<R, I, O>,
+): Tool {
+  return Object.freeze({ ...spec, [TOOL_BRAND]: true as const }) as unknown as Tool;
+}
+
+/** True for values made by `defineTool`, even from another copy of this module. */
+export function isTool(value: unknown): value is Tool {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[TOOL_BRAND] === true;
+}

@@ -1,0 +1,94 @@
+// Builds what node runs: dist/core/main.js (the server and CLI) and one module
+// per tool in dist/tools/, bundled and tree-shaken with shared chunks, so that
+// node starts fast. With --tests it also builds test/*.test.ts into dist/test/.
+// Plain JavaScript on purpose: node 20 runs it without a TypeScript loader.
+import { build } from "esbuild";
+import { readdirSync, rmSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const withTests = process.argv.includes("--tests");
+
+const tools = readdirSync(new URL("../tools/", import.meta.url), { withFileTypes: true })
+  .filter((entry) => entry.isFile() && entry.name.endsWith(".ts") && !entry.name.startsWith("_"))
+  .map((entry) => `tools/${entry.name}`);
+
+rmSync(new URL("../dist/core", import.meta.url), { recursive: true, force: true });
+rmSync(new URL("../dist/tools", import.meta.url), { recursive: true, force: true });
+rmSync(new URL("../dist/chunks", import.meta.url), { recursive: true, force: true });
+rmSync(new URL("../dist/vendor", import.meta.url), { recursive: true, force: true });
+
+const started = performance.now();
+await build({
+  absWorkingDir: root,
+  entryPoints: ["core/main.ts", ...tools],
+  outdir: "dist",
+  outbase: ".",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  minify: true,
+  sourcemap: "linked",
+  chunkNames: "chunks/[name]-[hash]",
+  // Heavy or native packages stay in node_modules and load only when used.
+  external: ["ts-morph", "typescript", "esbuild", "deno"],
+  // Bundled CommonJS dependencies call require(); give them one.
+  banner: {
+    js:
+      "import{createRequire as __wardenCreateRequire}from'node:module';const require=__wardenCreateRequire(import.meta.url);",
+  },
+  logLevel: "warning",
+});
+
+// deno runs core/ from source but takes the SDK from this one bundle (see deno.json "imports").
+await build({
+  absWorkingDir: root,
+  entryPoints: ["scripts/mcp_sdk_entry.mjs"],
+  outfile: "dist/vendor/mcp-sdk.js",
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  mainFields: ["module", "main"],
+  target: "es2022",
+  minify: true,
+  legalComments: "external",
+  banner: { js: '// @ts-self-types="./mcp-sdk.d.ts"' },
+  logLevel: "warning",
+});
+await writeFile(
+  new URL("../dist/vendor/mcp-sdk.d.ts", import.meta.url),
+  [
+    'export { Server } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.d.ts";',
+    'export { ErrorCode, InitializeRequestSchema, LATEST_PROTOCOL_VERSION, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/types.d.ts";',
+    "",
+  ].join("\n"),
+);
+
+if (withTests) {
+  const testFiles = readdirSync(new URL("../test/", import.meta.url))
+    .filter((name) => name.endsWith(".test.ts"))
+    .map((name) => `test/${name}`);
+  const fixtureTools = readdirSync(new URL("../test/fixtures/tools/", import.meta.url))
+    .filter((name) => name.endsWith(".ts"))
+    .map((name) => `test/fixtures/tools/${name}`);
+  rmSync(new URL("../dist/test", import.meta.url), { recursive: true, force: true });
+  await build({
+    absWorkingDir: root,
+    entryPoints: [...testFiles, ...fixtureTools],
+    outdir: "dist/test",
+    outbase: "test",
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    packages: "external",
+    sourcemap: "inline",
+    logLevel: "warning",
+  });
+}
+process.stderr.write(
+  `build: ${tools.length} tools${withTests ? " and tests" : ""} in ${Math.round(performance.now() - started)} ms\n`,
+);

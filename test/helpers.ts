@@ -1,0 +1,211 @@
+// Shared test helpers: start warden the way an agent runtime does (node on
+// the build, deno on the source), drive it with the SDK Client, or talk raw
+// JSON-RPC lines to it when a test needs to send what a Client never would.
+// The SDK's "./*" export maps types to "*.js.d.ts", which do not exist; name them for deno check.
+// @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.d.ts"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { spawn } from "node:child_process";
+import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+
+/** True when this test file runs under deno (from source), false under node (from dist/test). */
+export const onDeno = "Deno" in globalThis;
+export const runtimeName = onDeno ? "deno" : "node";
+
+/** The repository root: tests run from test/ under deno and from dist/test/ under node. */
+export const repoRoot = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "../" : "../../", import.meta.url));
+
+/** The test fixture tools: sources under deno, their build under node. */
+export const fixtureToolsDir = path.join(repoRoot, onDeno ? "test/fixtures/tools" : "dist/test/fixtures/tools");
+
+/** Fixture directory of deliberately broken tools, by case name. */
+export function brokenToolsDir(name: string): string {
+  return path.join(repoRoot, onDeno ? "test/fixtures/broken" : "dist/test/fixtures/broken", name);
+}
+
+const DENO_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-sys"];
+
+/** The command line that starts warden with `args` on the runtime running the tests. */
+export function wardenCommand(args: readonly string[] = []): { command: string; args: string[] } {
+  if (onDeno) {
+    return { command: process.execPath, args: ["run", ...DENO_FLAGS, path.join(repoRoot, "core/main.ts"), ...args] };
+  }
+  return { command: process.execPath, args: [path.join(repoRoot, "dist/core/main.js"), ...args] };
+}
+
+/** Environment for a child warden: the parent's, less anything WARDEN_*, plus `extra`. */
+export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith("WARDEN_")) env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+/** A connected SDK Client and what the server wrote to stderr. */
+export interface Session {
+  readonly client: Client;
+  readonly transport: StdioClientTransport;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+/** Starts warden and connects the SDK Client to it over stdio, as an agent does. */
+export async function connect(
+  options: { args?: string[]; env?: Record<string, string>; cwd?: string; capabilities?: Record<string, unknown> } = {},
+): Promise<Session> {
+  const { command, args } = wardenCommand(options.args ?? []);
+  const transport = new StdioClientTransport({
+    command,
+    args,
+    env: childEnv(options.env),
+    cwd: options.cwd ?? repoRoot,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Uint8Array) => (stderr += new TextDecoder().decode(chunk)));
+  const client = new Client({ name: "warden-test", version: "1.0.0" }, { capabilities: options.capabilities ?? {} });
+  await client.connect(transport);
+  return {
+    client,
+    transport,
+    stderr: () => stderr,
+    close: () => client.close(),
+  };
+}
+
+/** A raw line-level conversation with a warden process. */
+export interface RawSession {
+  send(line: string): void;
+  /** Sends a JSON-RPC message. */
+  request(message: Record<string, unknown>): void;
+  /** Waits for the next stdout line that parses to a message matching `predicate`. */
+  next(predicate?: (message: Record<string, unknown>) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Every stdout line so far, as written. */
+  lines(): string[];
+  stderr(): string;
+  closeStdin(): void;
+  /** Resolves with the exit code and the milliseconds since stdin was closed. */
+  exited(): Promise<{ code: number | null; msAfterStdinClosed: number }>;
+  pid: number;
+  kill(): void;
+}
+
+/** Starts warden with plain pipes, for what the SDK Client cannot send. */
+export function startRaw(options: { args?: string[]; env?: Record<string, string>; cwd?: string } = {}): RawSession {
+  const { command, args } = wardenCommand(options.args ?? []);
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? repoRoot,
+    env: childEnv(options.env),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const parsed: Record<string, unknown>[] = [];
+  const waiters: {
+    predicate: (m: Record<string, unknown>) => boolean;
+    resolve: (m: Record<string, unknown>) => void;
+  }[] = [];
+  let buffer = "";
+  let stderr = "";
+  let closedAt = 0;
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => {
+    buffer += chunk;
+    let nl: number;
+    while ((nl = buffer.indexOf("\n")) !== -1) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      lines.push(line);
+      // A line that does not parse is kept in lines() for the test to fail on.
+      let message: Record<string, unknown>;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      const waiter = waiters.findIndex((w) => w.predicate(message));
+      if (waiter !== -1) waiters.splice(waiter, 1)[0].resolve(message);
+      else parsed.push(message);
+    }
+  });
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => (stderr += chunk));
+  const exit = new Promise<{ code: number | null; msAfterStdinClosed: number }>((resolve) => {
+    child.on("exit", (code) => resolve({ code, msAfterStdinClosed: closedAt ? performance.now() - closedAt : -1 }));
+  });
+  return {
+    pid: child.pid ?? -1,
+    send: (line) => child.stdin.write(line + "\n"),
+    request: (message) => child.stdin.write(JSON.stringify(message) + "\n"),
+    next(predicate = () => true, timeoutMs = 10_000) {
+      const index = parsed.findIndex(predicate);
+      if (index !== -1) return Promise.resolve(parsed.splice(index, 1)[0]);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`No matching message within ${timeoutMs} ms; stderr:\n${stderr}`)),
+          timeoutMs,
+        );
+        waiters.push({
+          predicate,
+          resolve: (m) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        });
+      });
+    },
+    lines: () => [...lines],
+    stderr: () => stderr,
+    closeStdin() {
+      closedAt = performance.now();
+      child.stdin.end();
+    },
+    exited: () => exit,
+    kill: () => child.kill("SIGKILL"),
+  };
+}
+
+/** The initialize request a client sends first. */
+export function initializeMessage(id: number, protocolVersion = "2025-11-25"): Record<string, unknown> {
+  return {
+    jsonrpc: "2.0",
+    id,
+    method: "initialize",
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw-test", version: "1.0.0" } },
+  };
+}
+
+/** Runs warden as a shell command and collects its output. */
+export function runWarden(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { command, args: full } = wardenCommand(args);
+  const child = spawn(command, full, {
+    cwd: options.cwd ?? repoRoot,
+    env: childEnv(options.env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+/** A fresh temporary directory (real path), removed by the returned function. */
+export function tempDir(prefix = "warden-test-"): { dir: string; remove: () => void } {
+  const dir = realpathSync(mkdtempSync(path.join(tmpdir(), prefix)));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The text of a tool result's first content item. */
+export function textOf(result: { content?: unknown }): string {
+  const content = result.content as { type: string; text?: string }[] | undefined;
+  return content?.[0]?.text ?? "";
+}

@@ -1,0 +1,40 @@
+// host_context (read): what this server is — name, version, runtime,
+// transport, negotiated protocol, catalog digest, tools by class, root ids.
+import * as v from "valibot";
+import { defineTool } from "../core/tool.ts";
+
+const RiskCounts = v.object({ read: v.number(), gate: v.number(), "external-side-effect": v.number() });
+
+/**
+ * Risk class `read`; it touches nothing but the host facts in its context:
+ * no host paths, no environment values.
+ */
+export const tool = defineTool({
+  name: "host_context",
+  title: "Host context",
+  description:
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class and the ids of the roots tools can read. Call it first to learn which roots exist.",
+  risk: "read",
+  input: v.strictObject({}),
+  output: v.object({
+    server: v.object({ name: v.string(), version: v.string() }),
+    runtime: v.object({ name: v.string(), version: v.string() }),
+    transport: v.string(),
+    protocolVersion: v.nullable(v.string()),
+    catalogDigest: v.string(),
+    toolsByRisk: RiskCounts,
+    roots: v.array(v.string()),
+  }),
+  handler: (_args, ctx) => {
+    const { host } = ctx;
+    return {
+      server: { name: host.name, version: host.version },
+      runtime: { name: host.runtime.name, version: host.runtime.version },
+      transport: host.transport,
+      protocolVersion: host.protocolVersion,
+      catalogDigest: host.catalogDigest,
+      toolsByRisk: { ...host.toolsByRisk },
+      roots: [...host.rootIds],
+    };
+  },
+});
