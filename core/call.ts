@@ -37,6 +37,19 @@ function issuePath(issue: v.BaseIssue<unknown>): string {
   return out;
 }
 
+/** What the schema at `issue.path` expects, e.g. `string`; unwraps optional and friends. */
+function expectedAt(tool: Tool, issue: v.BaseIssue<unknown>): string {
+  type Node = { expects?: string; entries?: Record<string, Node>; wrapped?: Node; item?: Node };
+  let node: Node | undefined = tool.input as unknown as Node;
+  for (const item of issue.path ?? []) {
+    while (node?.wrapped) node = node.wrapped;
+    const key = (item as { key: unknown }).key;
+    node = typeof key === "number" ? node?.item : node?.entries?.[String(key)];
+  }
+  while (node?.wrapped) node = node.wrapped;
+  return node?.expects ?? issue.expected ?? "a value";
+}
+
 function describeIssue(tool: Tool, issue: v.BaseIssue<unknown>): string {
   const where = issuePath(issue);
   if (where === "") {
@@ -51,7 +64,7 @@ function describeIssue(tool: Tool, issue: v.BaseIssue<unknown>): string {
     );
   }
   if (issue.input === undefined && issue.received === "undefined") {
-    return problem(`Missing argument "${where}"`, `expected ${issue.expected}`);
+    return problem(`Missing argument "${where}"`, `expected ${expectedAt(tool, issue)}`);
   }
   return problem(`Invalid argument "${where}"`, `expected ${issue.expected} but received ${issue.received}`);
 }

@@ -276,28 +276,35 @@ class ConfinedFs implements RootFs {
       }
     }
     const base = await this.#resolve(rootId, options.cwd ?? ".");
-    const { globby } = await import("globby");
-    const found = await globby(list, {
-      cwd: base.real,
+    const { globby, convertPathToPattern } = await import("globby");
+    // Glob from the root itself, with the sub-path as a pattern prefix, so the
+    // root's .gitignore applies to a sub-path too.
+    const prefix = base.display === "." ? "" : convertPathToPattern(base.display) + "/";
+    const scoped = (pattern: string) => pattern.startsWith("!") ? "!" + prefix + pattern.slice(1) : prefix + pattern;
+    const found = await globby(list.map(scoped), {
+      cwd: base.root.real,
       gitignore: options.gitignore ?? true,
       dot: options.dot ?? false,
-      ignore: [...(options.ignore ?? []), "**/.git/**"],
-      onlyFiles: true,
+      ignore: [...(options.ignore ?? []).map(scoped), "**/.git/**"],
+      // Symlinks are not followed (a linked directory could lead anywhere);
+      // they come back as entries and a linked file is kept below if it stays inside.
+      onlyFiles: false,
       followSymbolicLinks: false,
       objectMode: true,
     });
-    const prefix = base.display === "." ? "" : base.display + "/";
     const out: string[] = [];
     for (const entry of found) {
-      // A symlinked file is kept only when it resolves inside the root.
       if (entry.dirent.isSymbolicLink()) {
         try {
-          if (!isInside(base.root.real, await platform().fs.realPath(path.join(base.real, entry.path)))) continue;
+          const real = await platform().fs.realPath(path.join(base.root.real, entry.path));
+          if (!isInside(base.root.real, real) || !(await platform().fs.stat(real)).isFile) continue;
         } catch {
           continue;
         }
+      } else if (!entry.dirent.isFile()) {
+        continue;
       }
-      out.push(prefix + toPosix(entry.path));
+      out.push(toPosix(entry.path));
     }
     return out.sort();
   }

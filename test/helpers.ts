@@ -204,8 +204,15 @@ export function tempDir(prefix = "warden-test-"): { dir: string; remove: () => v
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** Polls `check` every 20 ms until it returns true or `timeoutMs` passes; returns its last answer. */
+export async function eventually(check: () => boolean, timeoutMs = 5000): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check() && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return check();
+}
+
 /** The text of a tool result's first content item. */
-export function textOf(result: { content?: unknown }): string {
-  const content = result.content as { type: string; text?: string }[] | undefined;
+export function textOf(result: unknown): string {
+  const content = (result as { content?: unknown }).content as { type: string; text?: string }[] | undefined;
   return content?.[0]?.text ?? "";
 }

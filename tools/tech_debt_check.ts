@@ -26,7 +26,7 @@ export const tool = defineTool({
   name: "tech_debt_check",
   title: "Technical debt markers",
   description:
-    "Finds TODO, FIXME, HACK, XXX and STUB markers in a root's source files (comments, JSDoc, trailing comments, and code such as `throw new Error(\"not implemented\")`), honouring .gitignore. Returns each marker's file, line, column, tag and text, totals by tag, and how many files were skipped as binary or too large. Markers in strings and identifiers are not counted; prose files (Markdown, text) count anywhere.",
+    "Finds TODO, FIXME, HACK, XXX and STUB markers in a root's source files (comments, JSDoc, trailing comments, and code such as `throw new Error(\"not implemented\")`), honouring .gitignore and skipping node_modules. Returns each marker's file, line, column, tag and text, totals by tag, and how many files were skipped as binary or too large. Markers in strings and identifiers are not counted; prose files (Markdown, text) count anywhere.",
   risk: "read",
   input: v.strictObject({
     root: v.optional(v.pipe(v.string(), v.description("Root id to scan (default: the first configured root)."))),
@@ -79,7 +79,8 @@ export const tool = defineTool({
     if (info.kind !== "directory") {
       throw new WardenError("not_found", `Not a directory in root "${root}": "${info.path}"; pass a directory as path`);
     }
-    const files = await ctx.fs.glob(root, args.glob ?? "**/*", { cwd: base });
+    // Installed dependencies are never the project's debt, even without a .gitignore.
+    const files = await ctx.fs.glob(root, args.glob ?? "**/*", { cwd: base, ignore: ["**/node_modules/**"] });
     const skipped = { binary: 0, tooLarge: 0, unreadable: 0, unknownType: 0 };
     const scannable = files.filter((file) => isScannable(file) || (skipped.unknownType++, false));
     const perFile: { file: string; findings: ReturnType<typeof scanner.scan> }[] = new Array(scannable.length);

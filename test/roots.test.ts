@@ -1,0 +1,156 @@
+// ctx.fs confinement: reads, lists and globs stay inside the configured roots,
+// whatever path a tool is handed. Driven through a fixture tool over MCP.
+import assert from "node:assert/strict";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+
+describe(`root confinement (${runtimeName})`, () => {
+  let session: Session;
+  let work: { dir: string; remove: () => void };
+  let rootDir: string;
+  let docsDir: string;
+  before(async () => {
+    work = tempDir();
+    rootDir = path.join(work.dir, "project");
+    docsDir = path.join(work.dir, "docs");
+    mkdirSync(path.join(rootDir, "src", "nested"), { recursive: true });
+    mkdirSync(docsDir);
+    writeFileSync(path.join(work.dir, "secret.txt"), "top secret\n");
+    writeFileSync(path.join(rootDir, "src", "a.ts"), "export const a = 1;\n");
+    writeFileSync(path.join(rootDir, "src", "nested", "b.ts"), "export const b = 2;\n");
+    writeFileSync(path.join(rootDir, ".gitignore"), "ignored.ts\n");
+    writeFileSync(path.join(rootDir, "src", "ignored.ts"), "// ignored\n");
+    writeFileSync(path.join(docsDir, "guide.md"), "# Guide\n");
+    symlinkSync(path.join(work.dir, "secret.txt"), path.join(rootDir, "src", "escape.ts"));
+    symlinkSync(work.dir, path.join(rootDir, "up"));
+    symlinkSync(path.join(rootDir, "src", "a.ts"), path.join(rootDir, "src", "alias.ts"));
+    session = await connect({
+      env: { WARDEN_TOOLS_DIR: fixtureToolsDir },
+      args: ["--root", `app=${rootDir}`, "--root", `docs=${docsDir}`],
+    });
+  });
+  after(async () => {
+    await session.close();
+    work.remove();
+  });
+
+  const call = (args: Record<string, unknown>) => session.client.callTool({ name: "fixture_fs", arguments: args });
+
+  it("reads inside a root, by relative path and by absolute path inside it", async () => {
+    assert.equal(textOf(await call({ op: "read", path: "src/a.ts" })), "export const a = 1;\n");
+    assert.equal(textOf(await call({ op: "read", path: path.join(rootDir, "src/a.ts") })), "export const a = 1;\n");
+    assert.equal(textOf(await call({ op: "read", root: "docs", path: "guide.md" })), "# Guide\n");
+    assert.equal(textOf(await call({ op: "read", path: "src/nested/../a.ts" })), "export const a = 1;\n");
+    assert.equal(
+      textOf(await call({ op: "read", path: "src/alias.ts" })),
+      "export const a = 1;\n",
+      "a symlink inside the root is fine",
+    );
+  });
+
+  const refusals: { title: string; args: Record<string, unknown>; message: RegExp; code: string }[] = [
+    {
+      title: "a .. escape",
+      args: { op: "read", path: "../secret.txt" },
+      message: /^Path refused in root "app": "\.\.\/secret\.txt" leads outside the root; remove the `\.\.` segments$/,
+      code: "path_refused",
+    },
+    {
+      title: "an absolute path outside",
+      args: { op: "read", path: "/etc/passwd" },
+      message: /^Path refused in root "app": an absolute path outside the root; pass a path relative to the root$/,
+      code: "path_refused",
+    },
+    {
+      title: "a symlinked file pointing outside",
+      args: { op: "read", path: "src/escape.ts" },
+      message: /^Path refused in root "app": "src\/escape\.ts" is a symlink that resolves outside the root/,
+      code: "path_refused",
+    },
+    {
+      title: "a symlinked directory pointing outside",
+      args: { op: "read", path: "up/secret.txt" },
+      message: /resolves outside the root/,
+      code: "path_refused",
+    },
+    {
+      title: "a listing through a symlinked directory",
+      args: { op: "list", path: "up" },
+      message: /resolves outside the root/,
+      code: "path_refused",
+    },
+    {
+      title: "a NUL byte",
+      args: { op: "read", path: "src/a.ts\u0000.png" },
+      message: /contains a NUL byte/,
+      code: "path_refused",
+    },
+    {
+      title: "an unknown root",
+      args: { op: "read", root: "home", path: "x" },
+      message: /^Unknown root: received "home"; use one of: app, docs$/,
+      code: "unknown_root",
+    },
+    {
+      title: "a glob that climbs out",
+      args: { op: "glob", path: "../**/*.txt" },
+      message: /^Glob pattern refused: "\.\.\/\*\*\/\*\.txt" could leave the root/,
+      code: "path_refused",
+    },
+    {
+      title: "an absolute glob",
+      args: { op: "glob", path: "/etc/*" },
+      message: /^Glob pattern refused/,
+      code: "path_refused",
+    },
+    {
+      title: "a missing file",
+      args: { op: "read", path: "src/none.ts" },
+      message: /^Not found in root "app": "src\/none\.ts"$/,
+      code: "not_found",
+    },
+  ];
+  for (const { title, args, message, code } of refusals) {
+    it(`refuses ${title}`, async () => {
+      const result = await call(args);
+      assert.equal(result.isError, true);
+      const text = textOf(result);
+      assert.match(text, message);
+      assert.equal((result._meta as Record<string, unknown>)["warden/error_code"], code);
+      assert.ok(!text.includes(work.dir), `no host path in ${JSON.stringify(text)}`);
+      assert.ok(!text.includes("top secret"));
+    });
+  }
+
+  it("globs relative to the root, honours .gitignore, drops symlinks that lead out", async () => {
+    const files = JSON.parse(textOf(await call({ op: "glob", path: "**/*.ts" })));
+    assert.deepEqual(files, ["src/a.ts", "src/alias.ts", "src/nested/b.ts"]);
+  });
+
+  it("lists a directory with kinds, sorted, and stats with root-relative paths", async () => {
+    assert.deepEqual(JSON.parse(textOf(await call({ op: "list", path: "src" }))), [
+      { name: "a.ts", kind: "file" },
+      { name: "alias.ts", kind: "symlink" },
+      { name: "escape.ts", kind: "symlink" },
+      { name: "ignored.ts", kind: "file" },
+      { name: "nested", kind: "directory" },
+    ]);
+    assert.deepEqual(JSON.parse(textOf(await call({ op: "stat", path: path.join(rootDir, "src/nested") }))), {
+      path: "src/nested",
+      kind: "directory",
+      size: JSON.parse(textOf(await call({ op: "stat", path: "src/nested" }))).size,
+    });
+  });
+
+  it("refuses to start with a root that does not exist, naming it", async () => {
+    const { runWarden } = await import("./helpers.ts");
+    const result = await runWarden(["tools", "--root", `gone=${path.join(work.dir, "gone")}`]);
+    assert.equal(result.code, 2);
+    assert.match(
+      result.stderr,
+      /^warden: Invalid root "gone": ".*gone" does not exist; pass --root gone=<an existing directory>\n$/,
+    );
+  });
+});
