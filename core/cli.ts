@@ -2,7 +2,7 @@
 // or update the golden catalog. None of them loads the MCP SDK.
 import { runTool } from "./call.ts";
 import { type Catalog, goldenText, summaryLine } from "./catalog.ts";
-import { problem, received, WardenError } from "./errors.ts";
+import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { unifiedDiff } from "./line_diff.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
@@ -147,26 +147,36 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
   return result.isError ? 1 : 0;
 }
 
-/** `warden catalog [--check | --update]`: prints, checks or rewrites the golden catalog. */
+/** `warden catalog [--check | --update] [--golden <file>]`: prints, checks or rewrites the golden catalog. */
 export async function catalogCommand(env: CommandEnv, args: readonly string[]): Promise<number> {
-  const unknown = args.find((arg) => arg !== "--check" && arg !== "--update");
-  if (unknown || args.length > 1) {
-    throw usage(
-      `unexpected ${received(unknown ?? args.join(" "))} for "warden catalog"`,
-      "use --check or --update, or no option to print it",
-    );
+  let mode: "print" | "check" | "update" = "print";
+  let goldenPath = platform().fromFileUrl(env.goldenUrl);
+  let goldenName = "schema/catalog.json";
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if ((arg === "--check" || arg === "--update") && mode === "print") mode = arg === "--check" ? "check" : "update";
+    else if (arg === "--golden" && args[i + 1]) goldenPath = goldenName = args[++i];
+    else {
+      throw usage(
+        `unexpected ${received(arg)} for "warden catalog"`,
+        "use one of --check or --update, and optionally --golden <file>",
+      );
+    }
   }
   const current = goldenText(env.catalog);
-  const goldenPath = platform().fromFileUrl(env.goldenUrl);
-  if (args[0] === "--update") {
-    await platform().fs.writeTextFileAtomic(goldenPath, current);
-    platform().writeStderr(
-      `Updated schema/catalog.json: ${env.catalog.listResult.tools.length} tools, ${env.catalog.digest}\n`,
-    );
+  if (mode === "print") {
+    print(current);
     return 0;
   }
-  if (args[0] !== "--check") {
-    print(current);
+  if (mode === "update") {
+    try {
+      await platform().fs.writeTextFileAtomic(goldenPath, current);
+    } catch (error) {
+      throw new WardenError("config_invalid", problem(`Cannot write ${goldenName}`, messageOf(error)));
+    }
+    platform().writeStderr(
+      `Updated ${goldenName}: ${env.catalog.listResult.tools.length} tools, ${env.catalog.digest}\n`,
+    );
     return 0;
   }
   let golden: string;
@@ -174,17 +184,17 @@ export async function catalogCommand(env: CommandEnv, args: readonly string[]): 
     golden = await platform().fs.readTextFile(goldenPath);
   } catch {
     platform().writeStderr(
-      'The golden catalog schema/catalog.json is missing; run "warden catalog --update" and commit it\n',
+      `The golden catalog ${goldenName} is missing; run "warden catalog --update" and commit it\n`,
     );
     return 1;
   }
   if (golden === current) {
-    platform().writeStderr(`Catalog matches schema/catalog.json (${env.catalog.digest})\n`);
+    platform().writeStderr(`Catalog matches ${goldenName} (${env.catalog.digest})\n`);
     return 0;
   }
   platform().writeStderr(
-    unifiedDiff(golden, current, ["schema/catalog.json (golden)", "catalog (this build)"]) +
-      'The catalog differs from schema/catalog.json. If the change is intended, run "warden catalog --update" and commit the file.\n',
+    unifiedDiff(golden, current, [`${goldenName} (golden)`, "catalog (this build)"]) +
+      `The catalog differs from ${goldenName}. If the change is intended, run "warden catalog --update" and commit the file.\n`,
   );
   return 1;
 }

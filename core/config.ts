@@ -8,7 +8,7 @@ import { platform } from "./platform/mod.ts";
 
 /** One documented setting: flag, environment variable, default. README's table is checked against this list. */
 export interface SettingDoc {
-  readonly flag: string;
+  readonly flag: string | null;
   readonly env: string | null;
   readonly default: string;
   readonly description: string;
@@ -33,6 +33,13 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     env: "WARDEN_LOG_LEVEL",
     default: "info",
     description: "Least severe stderr log line written: `debug`, `info`, `warn` or `error`.",
+  },
+  {
+    flag: null,
+    env: "WARDEN_TOOLS_DIR",
+    default: "the built-in tools/",
+    description:
+      "Load the built-in tools from this directory instead (`.js` and `.mjs` files, and `.ts` under deno); for developing tools.",
   },
 ]);
 

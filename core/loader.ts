@@ -121,13 +121,16 @@ export async function loadTools(dir: URL, extensions: readonly string[]): Promis
     try {
       return (await import(new URL(file, dir).href)) as Record<string, unknown>;
     } catch (error) {
-      problems.push(problem(file, `failed to import (${messageOf(error)})`, "fix the module so it loads"));
-      return undefined;
+      // First line only: deno adds the source location on the next lines.
+      return problem(file, `failed to import (${messageOf(error).split("\n")[0]})`, "fix the module so it loads");
     }
   }));
   files.forEach((file, i) => {
     const module = modules[i];
-    if (!module) return;
+    if (typeof module === "string") {
+      problems.push(module);
+      return;
+    }
     const checked = checkTool(file, module.tool);
     if (Array.isArray(checked)) {
       problems.push(...checked);

@@ -23,21 +23,33 @@ Usage:
   warden tools [--json]             list the tools: name, risk class, summary
   warden call <tool> [--arg key=value]... [--args <json>] [--json]
                                     run one tool and print its result
-  warden catalog [--check|--update] print, check or rewrite schema/catalog.json
+  warden catalog [--check|--update] [--golden <file>]
+                                    print, check or rewrite the golden catalog
+                                    (default schema/catalog.json)
   warden help | --version
 
 Settings (flag, environment variable, default):
-${SETTINGS.map((s) => `  ${s.flag.padEnd(28)} ${(s.env ?? "").padEnd(20)} ${s.default}`).join("\n")}
+${SETTINGS.map((s) => `  ${(s.flag ?? "").padEnd(28)} ${(s.env ?? "").padEnd(20)} ${s.default}`).join("\n")}
 `;
 
 const SHELL_COMMANDS = ["tools", "call", "catalog", "help", "--help", "-h", "version", "--version"];
+
+/** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
+function isServing(args: readonly string[]): boolean {
+  try {
+    const command = parseConfig(args).rest[0];
+    return command === undefined || command === "serve";
+  } catch {
+    return !args.some((arg) => SHELL_COMMANDS.includes(arg));
+  }
+}
 
 function toolsDir(): { url: URL; extensions: string[] } {
   const override = platform().env("WARDEN_TOOLS_DIR");
   if (override) {
     const base = new URL(`file://${encodeURI(platform().cwd())}/`);
     const url = new URL(override.endsWith("/") ? override : override + "/", base);
-    return { url, extensions: fromSource ? [".ts", ".js"] : [".js"] };
+    return { url, extensions: fromSource ? [".ts", ".js", ".mjs"] : [".js", ".mjs"] };
   }
   return fromSource
     ? { url: new URL("tools/", appRoot), extensions: [".ts"] }
@@ -140,7 +152,7 @@ main(args).then(
   },
   (error: unknown) => {
     // Structured for the server (its stderr is a log); plain for shell commands.
-    const serving = !args.some((arg) => SHELL_COMMANDS.includes(arg));
+    const serving = isServing(args);
     if (serving) log("error", "startup_failed", { error: messageOf(error), code: (error as WardenError)?.code });
     else platform().writeStderr(`warden: ${messageOf(error)}\n`);
     if (!(error instanceof WardenError)) platform().writeStderr(`${(error as Error)?.stack ?? ""}\n`);

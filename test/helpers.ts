@@ -31,9 +31,15 @@ export function brokenToolsDir(name: string): string {
 const DENO_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-sys"];
 
 /** The command line that starts warden with `args` on the runtime running the tests. */
-export function wardenCommand(args: readonly string[] = []): { command: string; args: string[] } {
+export function wardenCommand(
+  args: readonly string[] = [],
+  denoFlags: readonly string[] = [],
+): { command: string; args: string[] } {
   if (onDeno) {
-    return { command: process.execPath, args: ["run", ...DENO_FLAGS, path.join(repoRoot, "core/main.ts"), ...args] };
+    return {
+      command: process.execPath,
+      args: ["run", ...DENO_FLAGS, ...denoFlags, path.join(repoRoot, "core/main.ts"), ...args],
+    };
   }
   return { command: process.execPath, args: [path.join(repoRoot, "dist/core/main.js"), ...args] };
 }
@@ -183,9 +189,9 @@ export function initializeMessage(id: number, protocolVersion = "2025-11-25"): R
 /** Runs warden as a shell command and collects its output. */
 export function runWarden(
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string } = {},
+  options: { env?: Record<string, string>; cwd?: string; denoFlags?: string[] } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const { command, args: full } = wardenCommand(args);
+  const { command, args: full } = wardenCommand(args, options.denoFlags);
   const child = spawn(command, full, {
     cwd: options.cwd ?? repoRoot,
     env: childEnv(options.env),

@@ -1,0 +1,183 @@
+// The shell commands: tools, call, catalog, help, and the errors of each.
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { fixtureToolsDir, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
+
+describe(`cli (${runtimeName})`, () => {
+  it("warden tools prints name, risk class and the summary sentence", async () => {
+    const { code, stdout, stderr } = await runWarden(["tools"]);
+    assert.equal(code, 0, stderr);
+    const lines = stdout.trimEnd().split("\n");
+    assert.match(lines[0], /^NAME\s+RISK\s+DESCRIPTION$/);
+    assert.match(lines[1], /^host_context\s+read\s+Describes this warden server: .*\.$/);
+    assert.match(lines[2], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
+    assert.equal(stderr, "", "nothing on stderr for a clean run");
+  });
+
+  it("warden tools --json prints the tools/list result", async () => {
+    const { code, stdout } = await runWarden(["tools", "--json"]);
+    assert.equal(code, 0);
+    const golden = JSON.parse(readFileSync(path.join(repoRoot, "schema/catalog.json"), "utf8"));
+    assert.deepEqual(JSON.parse(stdout).tools, golden.tools);
+  });
+
+  it("warden call runs a tool with --arg values typed by its schema", async () => {
+    const { code, stdout, stderr } = await runWarden(
+      [
+        "call",
+        "fixture_echo",
+        "--arg",
+        "text=123",
+        "--arg",
+        "count=2",
+        "--arg",
+        "tags=a",
+        "--arg=tags=b",
+        "--arg",
+        'nested={"flag":true}',
+      ],
+      { env: { WARDEN_TOOLS_DIR: fixtureToolsDir } },
+    );
+    assert.equal(code, 0, stderr);
+    assert.deepEqual(JSON.parse(stdout), { text: "123", count: 2, tags: ["a", "b"], nested: { flag: true } });
+  });
+
+  it("warden call --args takes JSON and --json prints the whole result", async () => {
+    const { code, stdout } = await runWarden(["call", "host_context", "--args", "{}", "--json"]);
+    assert.equal(code, 0);
+    const result = JSON.parse(stdout);
+    assert.equal(result.structuredContent.transport, "cli");
+    assert.equal(result.structuredContent.protocolVersion, null);
+    assert.equal(result.structuredContent.runtime.name, runtimeName);
+  });
+
+  it("warden call exits 1 with the tool's error on stderr", async () => {
+    const { code, stdout, stderr } = await runWarden(["call", "tech_debt_check", "--arg", "limit=0"]);
+    assert.equal(code, 1);
+    assert.equal(stdout, "");
+    assert.equal(stderr, 'Invalid argument "limit": expected >=1 but received 0\n');
+  });
+
+  const usageErrors: { args: string[]; message: string }[] = [
+    { args: ["call", "nope"], message: 'warden: Unknown tool: "nope"; run "warden tools" to list the tools\n' },
+    {
+      args: ["call"],
+      message:
+        'warden: Invalid command line: missing the tool name; run "warden call <tool> --arg key=value", see "warden tools"\n',
+    },
+    {
+      args: ["call", "fixture_echo", "--arg", "novalue"],
+      message:
+        'warden: Invalid command line: --arg expects key=value, received "novalue"; for example --arg root=default\n',
+    },
+    {
+      args: ["call", "fixture_echo", "--args", "[1]"],
+      message:
+        'warden: Invalid command line: --args expects a JSON object, received "[1]"; for example --args \'{"root":"default"}\'\n',
+    },
+    { args: ["frobnicate"], message: 'warden: Unknown command "frobnicate": run "warden help" for the commands\n' },
+    {
+      args: ["tools", "--call-timeout", "soon"],
+      message:
+        'warden: Invalid --call-timeout: expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received "soon"\n',
+    },
+    {
+      args: ["tools", "--call-timeout", "0"],
+      message:
+        'warden: Invalid --call-timeout: expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received "0"\n',
+    },
+    {
+      args: ["tools", "--log-level", "loud"],
+      message: 'warden: Invalid --log-level: expected one of debug, info, warn, error, received "loud"\n',
+    },
+    {
+      args: ["tools", "--root", "Bad Id=/tmp"],
+      message:
+        'warden: Invalid --root: expected <id>=<dir> with an id of lowercase letters, digits, - and _, received "Bad Id=/tmp"; for example --root app=./src\n',
+    },
+    {
+      args: ["tools", "--root"],
+      message: "warden: Missing value for --root: the flag is the last argument; pass --root <value>\n",
+    },
+    {
+      args: ["catalog", "--frob"],
+      message:
+        'warden: Invalid command line: unexpected "--frob" for "warden catalog"; use one of --check or --update, and optionally --golden <file>\n',
+    },
+  ];
+  for (const { args, message } of usageErrors) {
+    it(`refuses \`${args.join(" ")}\` with exit 2 and a message that says what to do`, async () => {
+      const { code, stdout, stderr } = await runWarden(args, { env: { WARDEN_TOOLS_DIR: fixtureToolsDir } });
+      assert.equal(code, 2);
+      assert.equal(stdout, "");
+      assert.equal(stderr, message);
+    });
+  }
+
+  it("refuses a malformed WARDEN_CALL_TIMEOUT by name", async () => {
+    const { code, stderr } = await runWarden(["tools"], { env: { WARDEN_CALL_TIMEOUT: "1h30" } });
+    assert.equal(code, 2);
+    assert.match(stderr, /^warden: Invalid WARDEN_CALL_TIMEOUT: expected a duration .* received "1h30"\n$/);
+  });
+
+  it("warden catalog --check passes on the golden file", async () => {
+    const { code, stderr } = await runWarden(["catalog", "--check"]);
+    assert.equal(code, 0, stderr);
+    assert.match(stderr, /^Catalog matches schema\/catalog\.json \(sha256:[0-9a-f]{64}\)\n$/);
+  });
+
+  it("warden catalog --check fails with a readable diff, and --update rewrites the golden file", async () => {
+    const work = tempDir();
+    try {
+      const golden = path.join(work.dir, "catalog.json");
+      writeFileSync(golden, readFileSync(path.join(repoRoot, "schema/catalog.json"), "utf8"));
+      const env = { WARDEN_TOOLS_DIR: fixtureToolsDir };
+      const check = await runWarden(["catalog", "--check", "--golden", golden], { env });
+      assert.equal(check.code, 1);
+      assert.match(
+        check.stderr,
+        new RegExp(`^--- ${golden.replaceAll("/", "\\/")} \\(golden\\)\n\\+\\+\\+ catalog \\(this build\\)\n@@ `),
+      );
+      assert.match(check.stderr, /^\+\s+"name": "fixture_echo",$/m, "an added tool shows as + lines");
+      assert.match(check.stderr, /^-\s+"name": "host_context",$/m, "a removed tool shows as - lines");
+      assert.match(check.stderr, /If the change is intended, run "warden catalog --update" and commit the file\.\n$/);
+
+      if (runtimeName === "deno") {
+        const denied = await runWarden(["catalog", "--update", "--golden", golden], { env });
+        assert.equal(denied.code, 2);
+        assert.match(denied.stderr, /^warden: Cannot write .*catalog\.json: .*--allow-write/);
+      }
+      const update = await runWarden(["catalog", "--update", "--golden", golden], {
+        env,
+        denoFlags: [`--allow-write=${work.dir}`],
+      });
+      assert.equal(update.code, 0, update.stderr);
+      const recheck = await runWarden(["catalog", "--check", "--golden", golden], { env });
+      assert.equal(recheck.code, 0, recheck.stderr);
+      const printed = await runWarden(["catalog"], { env });
+      assert.equal(printed.stdout, readFileSync(golden, "utf8") + "\n".repeat(0));
+    } finally {
+      work.remove();
+    }
+  });
+
+  it("warden help lists the commands and every setting", async () => {
+    const { code, stdout } = await runWarden(["help"]);
+    assert.equal(code, 0);
+    for (
+      const word of [
+        "warden tools",
+        "warden call",
+        "warden catalog",
+        "--root",
+        "WARDEN_ROOTS",
+        "--call-timeout",
+        "WARDEN_TOOLS_DIR",
+      ]
+    ) {
+      assert.ok(stdout.includes(word), `help mentions ${word}`);
+    }
+  });
+});
