@@ -1,0 +1,75 @@
+// README is part of the interface: its tool table, settings table, commands
+// and example tool are checked against what the code does.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, it } from "node:test";
+import { SETTINGS } from "../core/config.ts";
+import { DENO_RUN_FLAGS } from "../core/platform/mod.ts";
+import { connect, fixtureToolsDir, repoRoot, runtimeName, runWarden } from "./helpers.ts";
+
+const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
+
+/** Rows of the first table after `heading`, as trimmed cell arrays, header and rule dropped. */
+function tableAfter(heading: string): string[][] {
+  const start = readme.indexOf(`\n${heading}\n`);
+  assert.notEqual(start, -1, `README has a ${heading} section`);
+  const lines = readme.slice(start).split("\n");
+  const first = lines.findIndex((line) => line.startsWith("|"));
+  const rows: string[][] = [];
+  for (const line of lines.slice(first)) {
+    if (!line.startsWith("|")) break;
+    rows.push(line.slice(1, -1).split("|").map((cell) => cell.trim()));
+  }
+  return rows.slice(2);
+}
+
+const unquote = (cell: string) => cell.replace(/^`|`$/g, "");
+
+describe(`README (${runtimeName})`, () => {
+  it("documents every tool of the catalog with its risk class, and no other", async () => {
+    const { stdout } = await runWarden(["tools", "--json"]);
+    const catalog = (JSON.parse(stdout).tools as { name: string; _meta: Record<string, string> }[])
+      .map((t) => [t.name, t._meta["warden/risk"]]);
+    const documented = tableAfter("## Tools").map(([name, risk]) => [unquote(name), risk]);
+    assert.deepEqual(documented, catalog);
+  });
+
+  it("documents every setting with its flag, variable and default", () => {
+    const documented = tableAfter("## Settings").map((
+      [flag, env, def],
+    ) => [unquote(flag) || null, unquote(env) || null, unquote(def)]);
+    assert.deepEqual(documented, SETTINGS.map((s) => [s.flag, s.env, s.default]));
+    for (const setting of SETTINGS) assert.ok(readme.includes(setting.description), `README describes ${setting.env}`);
+  });
+
+  it("shows commands that exist: npm scripts, deno tasks and the deno permission flags", () => {
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
+    const deno = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"));
+    for (const script of ["start", "test", "warden"]) assert.ok(pkg.scripts[script], `npm script ${script}`);
+    for (const task of ["start", "test", "warden", "catalog:update"]) {
+      assert.ok(deno.tasks[task], `deno task ${task}`);
+      assert.ok(readme.includes(`deno task ${task}`), `README shows deno task ${task}`);
+    }
+    const flags = DENO_RUN_FLAGS.join(" ");
+    assert.ok(
+      deno.tasks.start.startsWith(`deno run ${flags} core/main.ts`),
+      "deno task start grants exactly DENO_RUN_FLAGS",
+    );
+    assert.ok(readme.includes(`deno run ${flags} <warden>/core/main.ts`), "README's deno command grants the same");
+    assert.ok(readme.includes("npm install") && readme.includes("npm start") && readme.includes("npm test"));
+  });
+
+  it("its example tool is a real tool that runs", async () => {
+    const block = /## Writing a tool[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    const fixture = readFileSync(path.join(repoRoot, "test/fixtures/tools/line_count.ts"), "utf8");
+    assert.equal(block, fixture.replace("../../../core/tool.ts", "../core/tool.ts"));
+    const session = await connect({ env: { WARDEN_TOOLS_DIR: fixtureToolsDir } });
+    try {
+      const result = await session.client.callTool({ name: "line_count", arguments: { path: "README.md" } });
+      assert.deepEqual(result.structuredContent, { path: "README.md", lines: readme.split("\n").length - 1 });
+    } finally {
+      await session.close();
+    }
+  });
+});
