@@ -106,7 +106,13 @@ async function main(argv: readonly string[]): Promise<number> {
     if (args.length > 0) {
       throw new WardenError("config_invalid", `Unexpected argument "${args[0]}" for "warden serve": run "warden help"`);
     }
-    const { serve } = await import("./server.ts");
+    const { serve } = await import("./server.ts").catch((error) => {
+      // Under deno the SDK comes from dist/vendor/, which npm install builds.
+      throw new WardenError(
+        "config_invalid",
+        `Cannot load the MCP server module (${messageOf(error).split("\n")[0]}); run "npm install" first`,
+      );
+    });
     const facts = hostFacts(catalog, fs, "stdio");
     await serve({
       name: pkg.name,
