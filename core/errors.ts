@@ -15,7 +15,12 @@ export type ErrorCode =
   | "timeout"
   | "cancelled"
   | "tool_failed"
-  | "invalid_output";
+  | "invalid_output"
+  | "invalid_key"
+  | "invalid_signature"
+  | "invalid_trust_store"
+  | "invalid_manifest"
+  | "plugin_failed";
 
 /** An error whose message is meant for the person or agent that caused it. */
 export class WardenError extends Error {
