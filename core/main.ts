@@ -2,7 +2,7 @@
 // warden's entry point: `warden [serve]` runs the stdio MCP server; `tools`,
 // `call` and `catalog` are shell commands over the same frozen catalog.
 import pkg from "../package.json" with { type: "json" };
-import { buildCatalog, type Catalog } from "./catalog.ts";
+import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
 import { callCommand, catalogCommand, type CommandEnv, toolsCommand } from "./cli.ts";
 import { type Config, parseConfig, SETTINGS } from "./config.ts";
 import { messageOf, WardenError } from "./errors.ts";
@@ -100,7 +100,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const dir = toolsDir();
   const [loaded, fs] = await Promise.all([loadTools(dir.url, dir.extensions), openRoots(config.roots)]);
-  const catalog = await buildCatalog(loaded);
+  const catalog = await buildCatalog(loaded.map(builtinEntry));
 
   if (command === "serve") {
     if (args.length > 0) {
