@@ -139,9 +139,10 @@ export function builtinEntry(loaded: LoadedTool): CatalogEntry {
   };
 }
 
-/** `sha256:<hex>` of a text's UTF-8 bytes (WebCrypto: node:crypto costs deno ~20 ms to load). */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+/** `sha256:<hex>` of bytes, or of a text's UTF-8 bytes (WebCrypto: node:crypto costs deno ~20 ms to load). */
+export async function sha256Hex(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
   return "sha256:" + Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 

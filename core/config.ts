@@ -1,12 +1,14 @@
 // Command line and environment, parsed once into a frozen Config. Every
-// malformed value is refused by name, with the form it should take.
+// malformed value is refused by name, with the form it should take. The
+// SETTINGS table is the one list: parsing, `warden help` and README's
+// settings table (checked by a test) all come from it.
 import path from "node:path";
 import { problem, received, WardenError } from "./errors.ts";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
-import type { RootSpec } from "./roots.ts";
 import { platform } from "./platform/mod.ts";
+import type { RootSpec } from "./roots.ts";
 
-/** One documented setting: flag, environment variable, default. README's table is checked against this list. */
+/** One documented setting: flag, environment variable, default. */
 export interface SettingDoc {
   readonly flag: string | null;
   readonly env: string | null;
@@ -35,6 +37,36 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     description: "Least severe stderr log line written: `debug`, `info`, `warn` or `error`.",
   },
   {
+    flag: "--plugins-dir <dir>",
+    env: "WARDEN_PLUGINS_DIR",
+    default: "<warden>/plugins",
+    description: "Where signed plugins live, one directory each.",
+  },
+  {
+    flag: "--allowed-signers <file>",
+    env: "WARDEN_ALLOWED_SIGNERS",
+    default: "<warden>/trust/allowed_signers",
+    description: "OpenSSH allowed_signers file: the keys trusted to sign plugins (a missing file trusts nobody).",
+  },
+  {
+    flag: "--revoked-keys <file>",
+    env: "WARDEN_REVOKED_KEYS",
+    default: "<warden>/trust/revoked_keys",
+    description: "Public keys, one per line, whose signatures are refused whatever allowed_signers says.",
+  },
+  {
+    flag: "--plugins-lock <file>",
+    env: "WARDEN_PLUGINS_LOCK",
+    default: "<warden>/plugins.lock.json",
+    description: "The pins: which plugin manifests (by digest) may run.",
+  },
+  {
+    flag: "--strict-plugins",
+    env: "WARDEN_STRICT_PLUGINS",
+    default: "off",
+    description: "Refuse to start when any plugin is refused, instead of starting without it (`1` in the variable).",
+  },
+  {
     flag: null,
     env: "WARDEN_TOOLS_DIR",
     default: "the built-in tools/",
@@ -43,11 +75,16 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
   },
 ]);
 
-/** Settings shared by every command. */
+/** Settings shared by every command. Paths are absolute. */
 export interface Config {
   readonly roots: readonly RootSpec[];
   readonly callTimeoutMs: number;
   readonly logLevel: LogLevel;
+  readonly pluginsDir: string;
+  readonly allowedSignersFile: string;
+  readonly revokedKeysFile: string;
+  readonly lockFile: string;
+  readonly strictPlugins: boolean;
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -60,10 +97,7 @@ export function parseDuration(name: string, text: string): number {
   if (!Number.isFinite(ms) || ms < 1 || ms > MAX_TIMEOUT_MS) {
     throw new WardenError(
       "config_invalid",
-      problem(
-        `Invalid ${name}`,
-        `expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received ${received(text)}`,
-      ),
+      problem(`Invalid ${name}`, `expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received ${received(text)}`),
     );
   }
   return Math.round(ms);
@@ -92,41 +126,55 @@ export interface ParsedArgs {
   readonly rest: readonly string[];
 }
 
+const VALUE_FLAGS = ["--root", "--call-timeout", "--log-level", "--plugins-dir", "--allowed-signers", "--revoked-keys", "--plugins-lock"];
+const BOOLEAN_FLAGS = ["--strict-plugins"];
+
 /**
- * Takes the shared settings out of `argv` (flags win over `env`) and returns
- * them with the remaining arguments in order.
+ * Takes the shared settings out of `argv` (flags win over the environment)
+ * and returns them with the remaining arguments in order. `appRoot` is the
+ * directory defaults such as plugins/ are relative to.
  */
 export function parseConfig(
   argv: readonly string[],
+  appRoot: string,
   env: (name: string) => string | undefined = (name) => platform().env(name),
 ): ParsedArgs {
   const rest: string[] = [];
-  const flagRoots: RootSpec[] = [];
-  let timeoutText: [string, string] | undefined;
-  let levelText: [string, string] | undefined;
+  const flags = new Map<string, string[]>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const eq = arg.indexOf("=");
     const name = arg.startsWith("--") && eq > 0 ? arg.slice(0, eq) : arg;
-    if (name !== "--root" && name !== "--call-timeout" && name !== "--log-level") {
+    if (BOOLEAN_FLAGS.includes(arg)) {
+      flags.set(arg, ["1"]);
+      continue;
+    }
+    if (!VALUE_FLAGS.includes(name)) {
       rest.push(arg);
       continue;
     }
-    let value: string | undefined;
-    if (eq > 0 && arg.startsWith("--")) value = arg.slice(eq + 1);
-    else value = argv[++i];
+    const value = eq > 0 && arg.startsWith("--") ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) {
-      throw new WardenError(
-        "config_invalid",
-        problem(`Missing value for ${name}`, "the flag is the last argument", `pass ${name} <value>`),
-      );
+      throw new WardenError("config_invalid", problem(`Missing value for ${name}`, "the flag is the last argument", `pass ${name} <value>`));
     }
-    if (name === "--root") flagRoots.push(parseRoot("--root", value));
-    else if (name === "--call-timeout") timeoutText = [name, value];
-    else levelText = [name, value];
+    flags.set(name, [...(flags.get(name) ?? []), value]);
   }
+  /** The flag's last value, else the variable's, with the name to blame. */
+  const setting = (flag: string, variable: string): [string, string] | undefined => {
+    const fromFlag = flags.get(flag)?.at(-1);
+    if (fromFlag !== undefined) return [flag, fromFlag];
+    const fromEnv = env(variable);
+    return fromEnv ? [variable, fromEnv] : undefined;
+  };
+  const file = (flag: string, variable: string, fallback: string) => {
+    const given = setting(flag, variable);
+    if (given && given[1].trim() === "") {
+      throw new WardenError("config_invalid", problem(`Invalid ${given[0]}`, "expected a path, received an empty string"));
+    }
+    return given ? path.resolve(platform().cwd(), given[1]) : path.join(appRoot, fallback);
+  };
 
-  let roots = flagRoots;
+  let roots = (flags.get("--root") ?? []).map((text) => parseRoot("--root", text));
   const rootsVar = env("WARDEN_ROOTS");
   if (roots.length === 0 && rootsVar) {
     roots = rootsVar.split(platform().pathDelimiter).filter((entry) => entry !== "").map((entry) =>
@@ -137,33 +185,39 @@ export function parseConfig(
   const seen = new Set<string>();
   for (const root of roots) {
     if (seen.has(root.id)) {
-      throw new WardenError(
-        "config_invalid",
-        problem("Duplicate root id", received(root.id), "give each root its own id"),
-      );
+      throw new WardenError("config_invalid", problem("Duplicate root id", received(root.id), "give each root its own id"));
     }
     seen.add(root.id);
   }
 
-  const timeoutVar = env("WARDEN_CALL_TIMEOUT");
-  timeoutText ??= timeoutVar ? ["WARDEN_CALL_TIMEOUT", timeoutVar] : undefined;
-  const callTimeoutMs = timeoutText ? parseDuration(timeoutText[0], timeoutText[1]) : 60_000;
+  const timeout = setting("--call-timeout", "WARDEN_CALL_TIMEOUT");
+  const callTimeoutMs = timeout ? parseDuration(timeout[0], timeout[1]) : 60_000;
 
-  const levelVar = env("WARDEN_LOG_LEVEL");
-  levelText ??= levelVar ? ["WARDEN_LOG_LEVEL", levelVar] : undefined;
-  const logLevel = (levelText?.[1] ?? "info") as LogLevel;
+  const level = setting("--log-level", "WARDEN_LOG_LEVEL");
+  const logLevel = (level?.[1] ?? "info") as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new WardenError(
       "config_invalid",
-      problem(
-        `Invalid ${levelText?.[0]}`,
-        `expected one of ${LOG_LEVELS.join(", ")}, received ${received(levelText?.[1])}`,
-      ),
+      problem(`Invalid ${level?.[0]}`, `expected one of ${LOG_LEVELS.join(", ")}, received ${received(level?.[1])}`),
     );
   }
 
+  const strict = setting("--strict-plugins", "WARDEN_STRICT_PLUGINS");
+  if (strict && !["1", "0", "true", "false"].includes(strict[1])) {
+    throw new WardenError("config_invalid", problem(`Invalid ${strict[0]}`, `expected 1 or 0, received ${received(strict[1])}`));
+  }
+
   return {
-    config: Object.freeze({ roots: Object.freeze(roots.map((r) => Object.freeze(r))), callTimeoutMs, logLevel }),
+    config: Object.freeze({
+      roots: Object.freeze(roots.map((r) => Object.freeze(r))),
+      callTimeoutMs,
+      logLevel,
+      pluginsDir: file("--plugins-dir", "WARDEN_PLUGINS_DIR", "plugins"),
+      allowedSignersFile: file("--allowed-signers", "WARDEN_ALLOWED_SIGNERS", "trust/allowed_signers"),
+      revokedKeysFile: file("--revoked-keys", "WARDEN_REVOKED_KEYS", "trust/revoked_keys"),
+      lockFile: file("--plugins-lock", "WARDEN_PLUGINS_LOCK", "plugins.lock.json"),
+      strictPlugins: strict !== undefined && (strict[1] === "1" || strict[1] === "true"),
+    }),
     rest,
   };
 }

@@ -37,7 +37,7 @@ const SHELL_COMMANDS = ["tools", "call", "catalog", "help", "--help", "-h", "ver
 /** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
 function isServing(args: readonly string[]): boolean {
   try {
-    const command = parseConfig(args).rest[0];
+    const command = parseConfig(args, "/").rest[0];
     return command === undefined || command === "serve";
   } catch {
     return !args.some((arg) => SHELL_COMMANDS.includes(arg));
@@ -67,6 +67,7 @@ function hostFacts(catalog: Catalog, fs: RootFs, transport: HostFacts["transport
     catalogDigest: catalog.digest,
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
+    extensions: [],
   });
 }
 
@@ -84,7 +85,7 @@ function shellQuote(word: string): string {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
-  const { config, rest } = parseConfig(argv);
+  const { config, rest } = parseConfig(argv, platform().fromFileUrl(appRoot));
   setLogLevel(config.logLevel);
   const [command = "serve", ...args] = rest;
   if (command === "help" || command === "--help" || command === "-h") {

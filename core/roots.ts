@@ -283,7 +283,10 @@ class ConfinedFs implements RootFs {
     const scoped = (pattern: string) => pattern.startsWith("!") ? "!" + prefix + pattern.slice(1) : prefix + pattern;
     const found = await globby(list.map(scoped), {
       cwd: base.root.real,
-      gitignore: options.gitignore ?? true,
+      // .gitignore files inside the root only: globby's `gitignore` option also
+      // reads those of an enclosing repository, outside the root, which hid
+      // every file of a root that lies in an ignored directory.
+      ...(options.gitignore ?? true ? { ignoreFiles: "**/.gitignore" } : {}),
       dot: options.dot ?? false,
       ignore: [...(options.ignore ?? []).map(scoped), "**/.git/**"],
       // Symlinks are not followed (a linked directory could lead anywhere);
@@ -308,4 +311,34 @@ class ConfinedFs implements RootFs {
     }
     return out.sort();
   }
+}
+
+/**
+ * The same door, narrowed to the root ids a plugin declared (`*`: all).
+ * Asking for another root is the same error as asking for an unknown one.
+ */
+export function restrictRoots(fs: RootFs, allowed: readonly string[], who: string): RootFs {
+  if (allowed.includes("*")) return fs;
+  const rootIds = Object.freeze(fs.rootIds.filter((id) => allowed.includes(id)));
+  const check = (root: string) => {
+    if (!rootIds.includes(root)) {
+      throw new WardenError(
+        "unknown_root",
+        problem(
+          "Unknown root",
+          `received ${received(root)}`,
+          rootIds.length ? `${who} may read: ${rootIds.join(", ")}` : `${who} declared no configured root`,
+        ),
+      );
+    }
+    return root;
+  };
+  return Object.freeze({
+    rootIds,
+    readText: (root, file, options) => Promise.resolve().then(() => fs.readText(check(root), file, options)),
+    readBytes: (root, file, options) => Promise.resolve().then(() => fs.readBytes(check(root), file, options)),
+    stat: (root, file) => Promise.resolve().then(() => fs.stat(check(root), file)),
+    list: (root, dir) => Promise.resolve().then(() => fs.list(check(root), dir)),
+    glob: (root, patterns, options) => Promise.resolve().then(() => fs.glob(check(root), patterns, options)),
+  } satisfies RootFs);
 }

@@ -1,6 +1,7 @@
 // The tool API: one object of one shape per tool. The core knows nothing else
 // about a tool than what this file describes.
 import type * as v from "valibot";
+import type { PluginRecord } from "./plugins/discover.ts";
 import type { RootFs } from "./roots.ts";
 
 /** What a tool may touch. Higher classes add capabilities to the context. */
@@ -33,6 +34,8 @@ export interface HostFacts {
   readonly catalogDigest: string;
   readonly toolsByRisk: Readonly<Record<RiskClass, number>>;
   readonly rootIds: readonly string[];
+  /** Every plugin directory and what the host decided about it, sorted by id. */
+  readonly extensions: readonly PluginRecord[];
 }
 
 /** What every tool gets, whatever its class. */

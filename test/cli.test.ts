@@ -11,8 +11,9 @@ describe(`cli (${runtimeName})`, () => {
     assert.equal(code, 0, stderr);
     const lines = stdout.trimEnd().split("\n");
     assert.match(lines[0], /^NAME\s+RISK\s+DESCRIPTION$/);
-    assert.match(lines[1], /^host_context\s+read\s+Describes this warden server: .*\.$/);
-    assert.match(lines[2], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
+    assert.match(lines[1], /^extension_list\s+read\s+Lists every plugin directory with its id, .*\.$/);
+    assert.match(lines[2], /^host_context\s+read\s+Describes this warden server: .*\.$/);
+    assert.match(lines[3], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
     assert.equal(stderr, "", "nothing on stderr for a clean run");
   });
 

@@ -25,7 +25,9 @@ describe(`protocol (${runtimeName})`, () => {
     const { tools } = await session.client.listTools();
     const names = tools.map((t) => t.name);
     assert.deepEqual(names, [...names].sort(), "tools are sorted by name");
-    for (const name of ["host_context", "tech_debt_check"]) assert.ok(names.includes(name), `${name} is listed`);
+    for (const name of ["extension_list", "host_context", "tech_debt_check"]) {
+      assert.ok(names.includes(name), `${name} is listed`);
+    }
     const debt = tools.find((t) => t.name === "tech_debt_check")!;
     assert.equal(debt.inputSchema.type, "object");
     assert.equal((debt.inputSchema as Record<string, unknown>).additionalProperties, false);
@@ -50,7 +52,7 @@ describe(`protocol (${runtimeName})`, () => {
     assert.equal(facts.protocolVersion, "2025-11-25");
     assert.match(String(facts.catalogDigest), /^sha256:[0-9a-f]{64}$/);
     assert.deepEqual(facts.roots, ["default"]);
-    assert.deepEqual(facts.toolsByRisk, { read: 2, gate: 0, "external-side-effect": 0 });
+    assert.deepEqual(facts.toolsByRisk, { read: 3, gate: 0, "external-side-effect": 0 });
     const text = (result.content as { text: string }[])[0].text;
     assert.deepEqual(JSON.parse(text), facts, "the text is the same JSON as structuredContent");
     assert.ok(!text.includes(process.cwd()), "no host path in the result");

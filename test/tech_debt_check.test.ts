@@ -123,3 +123,26 @@ describe(`tech_debt_check (${runtimeName})`, () => {
     );
   });
 });
+
+describe(`tech_debt_check in an ignored directory of an enclosing repository (${runtimeName})`, () => {
+  it("reads only the .gitignore files inside the root", async () => {
+    const work = tempDir();
+    try {
+      mkdirSync(path.join(work.dir, ".git"));
+      writeFileSync(path.join(work.dir, ".gitignore"), "vendor/\n");
+      mkdirSync(path.join(work.dir, "vendor", "lib"), { recursive: true });
+      writeFileSync(path.join(work.dir, "vendor", "lib", "a.ts"), "// TODO: vendored debt\n");
+      const session = await connect({ args: ["--root", `default=${path.join(work.dir, "vendor")}`] });
+      try {
+        const result = await session.client.callTool({ name: "tech_debt_check", arguments: {} });
+        const report = result.structuredContent as Report;
+        assert.equal(report.filesScanned, 1);
+        assert.deepEqual(report.findings.map((f) => f.file), ["lib/a.ts"]);
+      } finally {
+        await session.close();
+      }
+    } finally {
+      work.remove();
+    }
+  });
+});

@@ -1,0 +1,50 @@
+// extension_list (read): every plugin directory, what it is, who signed it,
+// whether it is pinned, what it may touch and how it runs.
+import * as v from "valibot";
+import { defineTool } from "../core/tool.ts";
+
+const Extension = v.object({
+  id: v.string(),
+  status: v.string(),
+  reason: v.nullable(v.string()),
+  fix: v.nullable(v.string()),
+  version: v.nullable(v.string()),
+  manifestDigest: v.nullable(v.string()),
+  entryDigest: v.nullable(v.string()),
+  signer: v.nullable(v.object({ principal: v.nullable(v.string()), fingerprint: v.string() })),
+  pinned: v.boolean(),
+  risk: v.nullable(v.string()),
+  capabilities: v.nullable(v.object({
+    readRoots: v.array(v.string()),
+    argv: v.optional(v.array(v.string())),
+    writeRoots: v.optional(v.array(v.string())),
+    netHosts: v.optional(v.array(v.string())),
+  })),
+  tools: v.array(v.string()),
+  isolation: v.string(),
+});
+
+/**
+ * Risk class `read`; it reads only the audit the host made at startup (in
+ * `ctx.host`), never the plugin files themselves, and shows no host paths.
+ */
+export const tool = defineTool({
+  name: "extension_list",
+  title: "Installed extensions",
+  description:
+    "Lists every plugin directory with its id, version, manifest and entry digests, signer principal and key fingerprint, status (verified, unsigned, bad-signature, unknown-signer, revoked, key-expired, wrong-namespace, entry-digest-mismatch, not-canonical, invalid-manifest, not-pinned, pin-mismatch, name-conflict) and why, whether it is pinned, risk class, declared capabilities, tools and the isolation it runs under. Sorted by id.",
+  risk: "read",
+  input: v.strictObject({
+    status: v.optional(v.pipe(v.string(), v.description("Only plugins with this status, e.g. verified or not-pinned."))),
+  }),
+  output: v.object({
+    extensions: v.array(Extension),
+    totals: v.record(v.string(), v.number()),
+  }),
+  handler: ({ status }, ctx) => {
+    const extensions = ctx.host.extensions.filter((record) => status === undefined || record.status === status);
+    const totals: Record<string, number> = {};
+    for (const record of ctx.host.extensions) totals[record.status] = (totals[record.status] ?? 0) + 1;
+    return { extensions: extensions.map((record) => ({ ...record, tools: [...record.tools] })), totals };
+  },
+});
