@@ -69,7 +69,8 @@ export class StdioTransport {
       this.#line();
       start = i + 1;
     }
-    if (start < chunk.length) this.#take(chunk.subarray(start));
+    // A partial line outlives this chunk, whose buffer the platform may reuse: copy it.
+    if (start < chunk.length) this.#take(chunk.slice(start));
   }
 
   #take(part: Uint8Array): void {
