@@ -41,7 +41,10 @@ export interface ToolMeta {
 }
 
 /** The outcome of validating a value against a tool's schema. */
-export type Validated = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly issues: readonly SchemaIssue[] };
+export type Validated = { readonly ok: true; readonly value: unknown } | {
+  readonly ok: false;
+  readonly issues: readonly SchemaIssue[];
+};
 
 /**
  * What the host calls, for a built-in tool and a plugin tool alike: its
@@ -83,7 +86,14 @@ function deepFreeze<T>(value: T): T {
 
 /** A descriptor with the annotations and `_meta` every tool of `risk` gets. */
 export function describeTool(
-  spec: { name: string; title: string; description: string; risk: RiskClass; inputSchema: JsonSchema; outputSchema?: JsonSchema },
+  spec: {
+    name: string;
+    title: string;
+    description: string;
+    risk: RiskClass;
+    inputSchema: JsonSchema;
+    outputSchema?: JsonSchema;
+  },
   plugin?: PluginOrigin,
 ): ToolDescriptor {
   return {
@@ -113,7 +123,12 @@ function valibotIssues(schema: v.GenericSchema, issues: readonly v.BaseIssue<unk
         node = typeof key === "number" ? node?.item : node?.entries?.[key];
       }
       while (node?.wrapped) node = node.wrapped;
-      return { path, kind: "missing" as const, expected: node?.expects ?? issue.expected ?? "a value", received: "undefined" };
+      return {
+        path,
+        kind: "missing" as const,
+        expected: node?.expects ?? issue.expected ?? "a value",
+        received: "undefined",
+      };
     }
     return { path, kind: "invalid" as const, expected: issue.expected ?? issue.message, received: issue.received };
   });
@@ -122,7 +137,9 @@ function valibotIssues(schema: v.GenericSchema, issues: readonly v.BaseIssue<unk
 function validator(schema: v.GenericSchema): (value: unknown) => Validated {
   return (value) => {
     const parsed = v.safeParse(schema, value);
-    return parsed.success ? { ok: true, value: parsed.output } : { ok: false, issues: valibotIssues(schema, parsed.issues) };
+    return parsed.success
+      ? { ok: true, value: parsed.output }
+      : { ok: false, issues: valibotIssues(schema, parsed.issues) };
   };
 }
 

@@ -170,7 +170,7 @@ export async function catalogCommand(env: CommandEnv, args: readonly string[]): 
   }
   if (mode === "update") {
     try {
-      await platform().fs.writeTextFileAtomic(goldenPath, current);
+      await platform().fs.writeFileAtomic(goldenPath, current);
     } catch (error) {
       throw new WardenError("config_invalid", problem(`Cannot write ${goldenName}`, messageOf(error)));
     }

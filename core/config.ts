@@ -97,7 +97,10 @@ export function parseDuration(name: string, text: string): number {
   if (!Number.isFinite(ms) || ms < 1 || ms > MAX_TIMEOUT_MS) {
     throw new WardenError(
       "config_invalid",
-      problem(`Invalid ${name}`, `expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received ${received(text)}`),
+      problem(
+        `Invalid ${name}`,
+        `expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received ${received(text)}`,
+      ),
     );
   }
   return Math.round(ms);
@@ -126,7 +129,15 @@ export interface ParsedArgs {
   readonly rest: readonly string[];
 }
 
-const VALUE_FLAGS = ["--root", "--call-timeout", "--log-level", "--plugins-dir", "--allowed-signers", "--revoked-keys", "--plugins-lock"];
+const VALUE_FLAGS = [
+  "--root",
+  "--call-timeout",
+  "--log-level",
+  "--plugins-dir",
+  "--allowed-signers",
+  "--revoked-keys",
+  "--plugins-lock",
+];
 const BOOLEAN_FLAGS = ["--strict-plugins"];
 
 /**
@@ -155,7 +166,10 @@ export function parseConfig(
     }
     const value = eq > 0 && arg.startsWith("--") ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) {
-      throw new WardenError("config_invalid", problem(`Missing value for ${name}`, "the flag is the last argument", `pass ${name} <value>`));
+      throw new WardenError(
+        "config_invalid",
+        problem(`Missing value for ${name}`, "the flag is the last argument", `pass ${name} <value>`),
+      );
     }
     flags.set(name, [...(flags.get(name) ?? []), value]);
   }
@@ -169,7 +183,10 @@ export function parseConfig(
   const file = (flag: string, variable: string, fallback: string) => {
     const given = setting(flag, variable);
     if (given && given[1].trim() === "") {
-      throw new WardenError("config_invalid", problem(`Invalid ${given[0]}`, "expected a path, received an empty string"));
+      throw new WardenError(
+        "config_invalid",
+        problem(`Invalid ${given[0]}`, "expected a path, received an empty string"),
+      );
     }
     return given ? path.resolve(platform().cwd(), given[1]) : path.join(appRoot, fallback);
   };
@@ -185,7 +202,10 @@ export function parseConfig(
   const seen = new Set<string>();
   for (const root of roots) {
     if (seen.has(root.id)) {
-      throw new WardenError("config_invalid", problem("Duplicate root id", received(root.id), "give each root its own id"));
+      throw new WardenError(
+        "config_invalid",
+        problem("Duplicate root id", received(root.id), "give each root its own id"),
+      );
     }
     seen.add(root.id);
   }
@@ -204,7 +224,10 @@ export function parseConfig(
 
   const strict = setting("--strict-plugins", "WARDEN_STRICT_PLUGINS");
   if (strict && !["1", "0", "true", "false"].includes(strict[1])) {
-    throw new WardenError("config_invalid", problem(`Invalid ${strict[0]}`, `expected 1 or 0, received ${received(strict[1])}`));
+    throw new WardenError(
+      "config_invalid",
+      problem(`Invalid ${strict[0]}`, `expected 1 or 0, received ${received(strict[1])}`),
+    );
   }
 
   return {

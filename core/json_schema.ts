@@ -16,7 +16,19 @@ export interface SchemaIssue {
 
 type Schema = Record<string, unknown>;
 
-const ANNOTATIONS = new Set(["$schema", "$id", "$comment", "title", "description", "default", "examples", "format", "deprecated", "readOnly", "writeOnly"]);
+const ANNOTATIONS = new Set([
+  "$schema",
+  "$id",
+  "$comment",
+  "title",
+  "description",
+  "default",
+  "examples",
+  "format",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+]);
 const ASSERTIONS = new Set([
   "type",
   "properties",
@@ -61,14 +73,20 @@ export function describeReceived(value: unknown): string {
  */
 export function schemaProblems(schema: unknown, where = "$"): string[] {
   if (typeof schema === "boolean") return [];
-  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return [`${where} is not a schema object`];
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    return [`${where} is not a schema object`];
+  }
   const s = schema as Schema;
   const problems: string[] = [];
   for (const key of Object.keys(s)) {
     if (!ANNOTATIONS.has(key) && !ASSERTIONS.has(key)) problems.push(`${where} uses the unsupported keyword "${key}"`);
   }
   const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
-  for (const t of types) if (typeof t !== "string" || !TYPES.has(t)) problems.push(`${where}.type has the unknown type ${JSON.stringify(t)}`);
+  for (const t of types) {
+    if (typeof t !== "string" || !TYPES.has(t)) {
+      problems.push(`${where}.type has the unknown type ${JSON.stringify(t)}`);
+    }
+  }
   if (s.pattern !== undefined) {
     try {
       new RegExp(String(s.pattern), "u");
@@ -77,8 +95,11 @@ export function schemaProblems(schema: unknown, where = "$"): string[] {
     }
   }
   if (s.properties !== undefined) {
-    if (typeof s.properties !== "object" || s.properties === null) problems.push(`${where}.properties is not an object`);
-    else for (const [k, sub] of Object.entries(s.properties)) problems.push(...schemaProblems(sub, `${where}.properties.${k}`));
+    if (typeof s.properties !== "object" || s.properties === null) {
+      problems.push(`${where}.properties is not an object`);
+    } else {for (const [k, sub] of Object.entries(s.properties)) {
+        problems.push(...schemaProblems(sub, `${where}.properties.${k}`));
+      }}
   }
   if (s.required !== undefined && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== "string"))) {
     problems.push(`${where}.required is not a list of names`);
@@ -88,11 +109,26 @@ export function schemaProblems(schema: unknown, where = "$"): string[] {
   }
   for (const key of ["anyOf", "oneOf", "allOf"]) {
     if (s[key] === undefined) continue;
-    if (!Array.isArray(s[key]) || (s[key] as unknown[]).length === 0) problems.push(`${where}.${key} is not a non-empty list`);
-    else (s[key] as unknown[]).forEach((sub, n) => problems.push(...schemaProblems(sub, `${where}.${key}[${n}]`)));
+    if (!Array.isArray(s[key]) || (s[key] as unknown[]).length === 0) {
+      problems.push(`${where}.${key} is not a non-empty list`);
+    } else (s[key] as unknown[]).forEach((sub, n) => problems.push(...schemaProblems(sub, `${where}.${key}[${n}]`)));
   }
   if (s.enum !== undefined && !Array.isArray(s.enum)) problems.push(`${where}.enum is not a list`);
-  for (const key of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"]) {
+  for (
+    const key of [
+      "minimum",
+      "maximum",
+      "exclusiveMinimum",
+      "exclusiveMaximum",
+      "multipleOf",
+      "minLength",
+      "maxLength",
+      "minItems",
+      "maxItems",
+      "minProperties",
+      "maxProperties",
+    ]
+  ) {
     if (s[key] !== undefined && typeof s[key] !== "number") problems.push(`${where}.${key} is not a number`);
   }
   return problems;
@@ -118,7 +154,9 @@ function deepEqual(a: unknown, b: unknown): boolean {
 /** Every issue of `value` against `schema` (a schema `schemaProblems` accepted). */
 export function validateJsonSchema(schema: unknown, value: unknown, path: (string | number)[] = []): SchemaIssue[] {
   if (schema === true || schema === undefined) return [];
-  const invalid = (expected: string): SchemaIssue[] => [{ path, kind: "invalid", expected, received: describeReceived(value) }];
+  const invalid = (
+    expected: string,
+  ): SchemaIssue[] => [{ path, kind: "invalid", expected, received: describeReceived(value) }];
   if (schema === false) return invalid("never");
   const s = schema as Schema;
 
@@ -145,9 +183,15 @@ export function validateJsonSchema(schema: unknown, value: unknown, path: (strin
   if (typeof value === "number") {
     if (typeof s.minimum === "number" && value < s.minimum) issues.push(...invalid(`>=${s.minimum}`));
     if (typeof s.maximum === "number" && value > s.maximum) issues.push(...invalid(`<=${s.maximum}`));
-    if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) issues.push(...invalid(`>${s.exclusiveMinimum}`));
-    if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) issues.push(...invalid(`<${s.exclusiveMaximum}`));
-    if (typeof s.multipleOf === "number" && value % s.multipleOf !== 0) issues.push(...invalid(`a multiple of ${s.multipleOf}`));
+    if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) {
+      issues.push(...invalid(`>${s.exclusiveMinimum}`));
+    }
+    if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) {
+      issues.push(...invalid(`<${s.exclusiveMaximum}`));
+    }
+    if (typeof s.multipleOf === "number" && value % s.multipleOf !== 0) {
+      issues.push(...invalid(`a multiple of ${s.multipleOf}`));
+    }
   }
   if (typeof value === "string") {
     const length = [...value].length;
@@ -157,7 +201,9 @@ export function validateJsonSchema(schema: unknown, value: unknown, path: (strin
     if (typeof s.maxLength === "number" && length > s.maxLength) {
       issues.push({ path, kind: "invalid", expected: `<=${s.maxLength}`, received: String(length) });
     }
-    if (typeof s.pattern === "string" && !new RegExp(s.pattern, "u").test(value)) issues.push(...invalid(`/${s.pattern}/`));
+    if (typeof s.pattern === "string" && !new RegExp(s.pattern, "u").test(value)) {
+      issues.push(...invalid(`/${s.pattern}/`));
+    }
   }
   if (Array.isArray(value)) {
     if (typeof s.minItems === "number" && value.length < s.minItems) {
@@ -169,20 +215,33 @@ export function validateJsonSchema(schema: unknown, value: unknown, path: (strin
     if (s.uniqueItems === true && value.some((item, n) => value.findIndex((other) => deepEqual(other, item)) !== n)) {
       issues.push(...invalid("unique items"));
     }
-    if (s.items !== undefined) value.forEach((item, n) => issues.push(...validateJsonSchema(s.items, item, [...path, n])));
+    if (s.items !== undefined) {
+      value.forEach((item, n) => issues.push(...validateJsonSchema(s.items, item, [...path, n])));
+    }
   }
   if (typeOf(value) === "object") {
     const record = value as Record<string, unknown>;
     const properties = (s.properties ?? {}) as Record<string, unknown>;
     for (const key of (s.required as string[] | undefined) ?? []) {
       if (!Object.hasOwn(record, key)) {
-        issues.push({ path: [...path, key], kind: "missing", expected: describeSchema(properties[key]), received: "undefined" });
+        issues.push({
+          path: [...path, key],
+          kind: "missing",
+          expected: describeSchema(properties[key]),
+          received: "undefined",
+        });
       }
     }
     for (const key of Object.keys(record)) {
-      if (Object.hasOwn(properties, key)) issues.push(...validateJsonSchema(properties[key], record[key], [...path, key]));
-      else if (s.additionalProperties === false) {
-        issues.push({ path: [...path, key], kind: "unknown-key", expected: "never", received: describeReceived(record[key]) });
+      if (Object.hasOwn(properties, key)) {
+        issues.push(...validateJsonSchema(properties[key], record[key], [...path, key]));
+      } else if (s.additionalProperties === false) {
+        issues.push({
+          path: [...path, key],
+          kind: "unknown-key",
+          expected: "never",
+          received: describeReceived(record[key]),
+        });
       } else if (s.additionalProperties !== undefined) {
         issues.push(...validateJsonSchema(s.additionalProperties, record[key], [...path, key]));
       }

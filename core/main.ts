@@ -7,6 +7,7 @@ import { callCommand, catalogCommand, type CommandEnv, toolsCommand } from "./cl
 import { type Config, parseConfig, SETTINGS } from "./config.ts";
 import { messageOf, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
+import { hasPluginDirectories } from "./plugins/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
 import { DENO_RUN_FLAGS, initPlatform, platform } from "./platform/mod.ts";
@@ -23,6 +24,9 @@ Usage:
   warden tools [--json]             list the tools: name, risk class, summary
   warden call <tool> [--arg key=value]... [--args <json>] [--json]
                                     run one tool and print its result
+  warden plugin <new|build|sign|allow-signer|verify|trust|list>
+                                    author, sign, audit and pin plugins
+                                    ("warden plugin help")
   warden catalog [--check|--update] [--golden <file>]
                                     print, check or rewrite the golden catalog
                                     (default schema/catalog.json)
@@ -32,7 +36,7 @@ Settings (flag, environment variable, default):
 ${SETTINGS.map((s) => `  ${(s.flag ?? "").padEnd(28)} ${(s.env ?? "").padEnd(20)} ${s.default}`).join("\n")}
 `;
 
-const SHELL_COMMANDS = ["tools", "call", "catalog", "help", "--help", "-h", "version", "--version"];
+const SHELL_COMMANDS = ["tools", "call", "catalog", "plugin", "help", "--help", "-h", "version", "--version"];
 
 /** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
 function isServing(args: readonly string[]): boolean {
@@ -56,7 +60,12 @@ function toolsDir(): { url: URL; extensions: string[] } {
     : { url: new URL("dist/tools/", appRoot), extensions: [".js"] };
 }
 
-function hostFacts(catalog: Catalog, fs: RootFs, transport: HostFacts["transport"]): HostFacts {
+function hostFacts(
+  catalog: Catalog,
+  fs: RootFs,
+  transport: HostFacts["transport"],
+  extensions: HostFacts["extensions"],
+): HostFacts {
   const { runtime } = platform();
   return Object.freeze({
     name: pkg.name,
@@ -67,7 +76,7 @@ function hostFacts(catalog: Catalog, fs: RootFs, transport: HostFacts["transport
     catalogDigest: catalog.digest,
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
-    extensions: [],
+    extensions,
   });
 }
 
@@ -99,9 +108,27 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command !== "serve" && !SHELL_COMMANDS.includes(command)) {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
+  if (command === "plugin") {
+    const { pluginCommand } = await import("./plugins/cli.ts");
+    return await pluginCommand(config, platform().fromFileUrl(appRoot), args);
+  }
   const dir = toolsDir();
-  const [loaded, fs] = await Promise.all([loadTools(dir.url, dir.extensions), openRoots(config.roots)]);
-  const catalog = await buildCatalog(loaded.map(builtinEntry));
+  const [loaded, fs, withPlugins] = await Promise.all([
+    loadTools(dir.url, dir.extensions),
+    openRoots(config.roots),
+    hasPluginDirectories(config.pluginsDir),
+  ]);
+  const builtins = loaded.map(builtinEntry);
+  // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
+  const plugins = withPlugins
+    ? await (await import("./plugins/host.ts")).loadPlugins(
+      config,
+      fs,
+      new Set(builtins.map((entry) => entry.descriptor.name)),
+      platform().fromFileUrl(new URL(".cache/plugins/", appRoot)),
+    )
+    : { records: [], entries: [], stop: () => Promise.resolve() };
+  const catalog = await buildCatalog([...builtins, ...plugins.entries]);
 
   if (command === "serve") {
     if (args.length > 0) {
@@ -114,7 +141,7 @@ async function main(argv: readonly string[]): Promise<number> {
         `Cannot load the MCP server module (${messageOf(error).split("\n")[0]}); run "npm install" first`,
       );
     });
-    const facts = hostFacts(catalog, fs, "stdio");
+    const facts = hostFacts(catalog, fs, "stdio", plugins.records);
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -122,6 +149,7 @@ async function main(argv: readonly string[]): Promise<number> {
       fs,
       callTimeoutMs: config.callTimeoutMs,
       host: facts,
+      shutdown: plugins.stop,
     });
     const explicitRoots = argv.includes("--root") || argv.some((a) => a.startsWith("--root=")) ||
       !!platform().env("WARDEN_ROOTS");
@@ -132,6 +160,10 @@ async function main(argv: readonly string[]): Promise<number> {
       tools: catalog.toolsByRisk,
       catalog: catalog.digest,
       roots: fs.rootIds,
+      plugins: {
+        loaded: plugins.records.filter((r) => r.status === "verified").map((r) => r.id),
+        refused: plugins.records.filter((r) => r.status !== "verified").map((r) => r.id),
+      },
       register: {
         claudeCode: ["claude", "mcp", "add", "warden", "--", commandPath, ...commandArgs].map(shellQuote).join(" "),
         mcpJson: { mcpServers: { warden: { command: commandPath, args: commandArgs } } },
@@ -142,13 +174,17 @@ async function main(argv: readonly string[]): Promise<number> {
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli"),
+    host: hostFacts(catalog, fs, "cli", plugins.records),
     callTimeoutMs: config.callTimeoutMs,
     goldenUrl: new URL("schema/catalog.json", appRoot),
   };
-  if (command === "tools") return toolsCommand(env, args);
-  if (command === "call") return await callCommand(env, args);
-  return await catalogCommand(env, args);
+  try {
+    if (command === "tools") return toolsCommand(env, args);
+    if (command === "call") return await callCommand(env, args);
+    return await catalogCommand(env, args);
+  } finally {
+    await plugins.stop();
+  }
 }
 
 const { args } = await initPlatform();

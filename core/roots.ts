@@ -333,12 +333,14 @@ export function restrictRoots(fs: RootFs, allowed: readonly string[], who: strin
     }
     return root;
   };
-  return Object.freeze({
-    rootIds,
-    readText: (root, file, options) => Promise.resolve().then(() => fs.readText(check(root), file, options)),
-    readBytes: (root, file, options) => Promise.resolve().then(() => fs.readBytes(check(root), file, options)),
-    stat: (root, file) => Promise.resolve().then(() => fs.stat(check(root), file)),
-    list: (root, dir) => Promise.resolve().then(() => fs.list(check(root), dir)),
-    glob: (root, patterns, options) => Promise.resolve().then(() => fs.glob(check(root), patterns, options)),
-  } satisfies RootFs);
+  return Object.freeze(
+    {
+      rootIds,
+      readText: (root, file, options) => Promise.resolve().then(() => fs.readText(check(root), file, options)),
+      readBytes: (root, file, options) => Promise.resolve().then(() => fs.readBytes(check(root), file, options)),
+      stat: (root, file) => Promise.resolve().then(() => fs.stat(check(root), file)),
+      list: (root, dir) => Promise.resolve().then(() => fs.list(check(root), dir)),
+      glob: (root, patterns, options) => Promise.resolve().then(() => fs.glob(check(root), patterns, options)),
+    } satisfies RootFs,
+  );
 }

@@ -31,6 +31,8 @@ export interface ServeOptions {
   readonly callTimeoutMs: number;
   /** Host facts without the protocol version, which initialize decides. */
   readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
+  /** Stops what the server started (plugin children) before the process ends. */
+  readonly shutdown: () => Promise<void>;
 }
 
 type Params = Record<string, unknown> | undefined;
@@ -154,7 +156,12 @@ export async function serve(options: ServeOptions): Promise<void> {
     // Closing stdin is the stdio shutdown: the SDK has already aborted every
     // running call (their signals fire), and nothing is left to answer.
     log("info", "stopped", { reason: "stdin closed" });
-    platform().exit(0);
+    // Plugin children die with their stdin anyway; stopping them here kills their process groups now.
+    const deadline = setTimeout(() => platform().exit(0), 500);
+    void options.shutdown().finally(() => {
+      clearTimeout(deadline);
+      platform().exit(0);
+    });
   };
   await server.connect(transport);
 }

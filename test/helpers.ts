@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
+import { DENO_RUN_FLAGS } from "../core/platform/mod.ts";
 
 /** True when this test file runs under deno (from source), false under node (from dist/test). */
 export const onDeno = "Deno" in globalThis;
@@ -28,7 +29,7 @@ export function brokenToolsDir(name: string): string {
   return path.join(repoRoot, onDeno ? "test/fixtures/broken" : "dist/test/fixtures/broken", name);
 }
 
-const DENO_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-sys"];
+const DENO_FLAGS = DENO_RUN_FLAGS;
 
 /** The command line that starts warden with `args` on the runtime running the tests. */
 export function wardenCommand(
@@ -44,13 +45,17 @@ export function wardenCommand(
   return { command: process.execPath, args: [path.join(repoRoot, "dist/core/main.js"), ...args] };
 }
 
-/** Environment for a child warden: the parent's, less anything WARDEN_*, plus `extra`. */
+/**
+ * Environment for a child warden: the parent's, less anything WARDEN_*, plus
+ * `extra`. The repository's plugins/ stays out unless a test names a plugins
+ * directory, so that its refusal lines do not reach every test's stderr.
+ */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith("WARDEN_")) env[key] = value;
   }
-  return { ...env, ...extra };
+  return { ...env, WARDEN_PLUGINS_DIR: path.join(repoRoot, ".test-tmp", "no-plugins"), ...extra };
 }
 
 /** A connected SDK Client and what the server wrote to stderr. */

@@ -35,7 +35,9 @@ export const tool = defineTool({
     "Lists every plugin directory with its id, version, manifest and entry digests, signer principal and key fingerprint, status (verified, unsigned, bad-signature, unknown-signer, revoked, key-expired, wrong-namespace, entry-digest-mismatch, not-canonical, invalid-manifest, not-pinned, pin-mismatch, name-conflict) and why, whether it is pinned, risk class, declared capabilities, tools and the isolation it runs under. Sorted by id.",
   risk: "read",
   input: v.strictObject({
-    status: v.optional(v.pipe(v.string(), v.description("Only plugins with this status, e.g. verified or not-pinned."))),
+    status: v.optional(
+      v.pipe(v.string(), v.description("Only plugins with this status, e.g. verified or not-pinned.")),
+    ),
   }),
   output: v.object({
     extensions: v.array(Extension),

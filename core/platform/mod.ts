@@ -31,4 +31,6 @@ export const DENO_RUN_FLAGS: readonly string[] = Object.freeze([
   "--allow-read",
   "--allow-env",
   "--allow-sys",
+  // Plugins run in deno children; the host spawns them and kills their process groups.
+  "--allow-run",
 ]);

@@ -1,10 +1,21 @@
 // The node adapter of Platform.
-import { constants } from "node:fs";
-import { lstat, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { constants, existsSync } from "node:fs";
+import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import type { FileStat, Platform, PlatformDirEntry, RegularFileRead } from "./types.ts";
+import { problem, WardenError } from "../errors.ts";
+import type {
+  ChildProcessHandle,
+  FileStat,
+  Platform,
+  PlatformDirEntry,
+  ProcessExit,
+  RegularFileRead,
+  SpawnOptions,
+} from "./types.ts";
 
 function toStat(info: import("node:fs").Stats): FileStat {
   return {
@@ -39,6 +50,155 @@ async function readRegularFile(file: string, maxBytes: number): Promise<RegularF
   } finally {
     await handle.close();
   }
+}
+
+/** Kills of the children still running, called when this process exits. */
+const liveChildren = new Set<() => void>();
+let exitHookInstalled = false;
+
+function killChildrenOnExit(kill: () => void): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on("exit", () => {
+      for (const killOne of liveChildren) killOne();
+    });
+  }
+  liveChildren.add(kill);
+}
+
+/** Streams of a spawned child are sockets; their ref/unref is not in the stream types. */
+function setRef(stream: unknown, on: boolean): void {
+  const socket = stream as { ref?: () => void; unref?: () => void };
+  if (on) socket.ref?.();
+  else socket.unref?.();
+}
+
+function handleOf(child: ChildProcessWithoutNullStreams, options: SpawnOptions): ChildProcessHandle {
+  const pid = child.pid as number;
+  const group = options.newProcessGroup && process.platform !== "win32";
+  let gone = false;
+  let stdinOpen = true;
+  const signal = (name: "SIGTERM" | "SIGKILL") => {
+    try {
+      process.kill(group ? -pid : pid, name);
+    } catch {
+      // Already gone.
+    }
+  };
+  const killNow = () => {
+    if (!gone) signal("SIGKILL");
+  };
+  killChildrenOnExit(killNow);
+  child.stdout.on("data", options.onStdout);
+  child.stderr.on("data", options.onStderr);
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once("exit", (code, signalName) => {
+      gone = true;
+      liveChildren.delete(killNow);
+      // Whatever the child left in its group goes with it.
+      if (group) {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {
+          // Nothing left.
+        }
+      }
+      resolve({ code: signalName ? null : code, signal: signalName });
+    });
+  });
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  return {
+    pid,
+    write(data: string | Uint8Array) {
+      if (stdinOpen && !gone) child.stdin.write(data);
+    },
+    end() {
+      if (stdinOpen) {
+        stdinOpen = false;
+        child.stdin.end();
+      }
+    },
+    kill(name: "SIGTERM" | "SIGKILL") {
+      if (!gone) signal(name);
+    },
+    exited,
+    closed,
+    ref() {
+      child.ref();
+      for (const stream of [child.stdin, child.stdout, child.stderr]) setRef(stream, true);
+    },
+    unref() {
+      child.unref();
+      for (const stream of [child.stdin, child.stdout, child.stderr]) setRef(stream, false);
+    },
+  };
+}
+
+function spawnProcess(
+  command: string,
+  args: readonly string[],
+  options: SpawnOptions,
+): Promise<ChildProcessHandle> {
+  return new Promise((resolve, reject) => {
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(command, [...args], {
+        env: { ...options.env },
+        cwd: options.cwd,
+        detached: options.newProcessGroup,
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true,
+      });
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    // A write to a child that has gone is not this process's failure.
+    for (const stream of [child.stdin, child.stdout, child.stderr]) stream.on("error", () => {});
+    const failed = (error: Error) => reject(error);
+    child.once("error", failed);
+    child.once("spawn", () => {
+      child.off("error", failed);
+      child.on("error", () => {});
+      resolve(handleOf(child, options));
+    });
+  });
+}
+
+let denoBinary: string | undefined;
+
+/** The `deno` npm package's binary: its platform package first, then what its install put in place. */
+function denoExecutable(): string {
+  if (denoBinary) return denoBinary;
+  const require = createRequire(import.meta.url);
+  const exe = process.platform === "win32" ? "deno.exe" : "deno";
+  const target = process.platform === "linux" ? `linux-${process.arch}-glibc` : `${process.platform}-${process.arch}`;
+  const candidates: string[] = [];
+  const packageDir = (name: string, from?: string) => {
+    try {
+      return path.dirname(require.resolve(`${name}/package.json`, from ? { paths: [from] } : undefined));
+    } catch {
+      return undefined;
+    }
+  };
+  const denoDir = packageDir("deno");
+  const platformDir = (denoDir && packageDir(`@deno/${target}`, denoDir)) ?? packageDir(`@deno/${target}`);
+  if (platformDir) candidates.push(path.join(platformDir, exe));
+  if (denoDir) candidates.push(path.join(denoDir, exe));
+  for (const dir of require.resolve.paths("deno") ?? []) candidates.push(path.join(dir, ".bin", exe));
+  const found = candidates.find((file) => existsSync(file));
+  if (!found) {
+    throw new WardenError(
+      "plugin_failed",
+      problem(
+        "Deno not found",
+        `plugins run under deno, and neither @deno/${target} nor node_modules/.bin/${exe} is installed`,
+        "run npm install in the warden directory",
+      ),
+    );
+  }
+  denoBinary = found;
+  return found;
 }
 
 /** Platform for node, on node's own modules. */
@@ -94,16 +254,27 @@ export function nodePlatform(): Platform {
       },
       readRegularFile,
       readTextFile: (p: string) => readFile(p, "utf8"),
-      async writeTextFileAtomic(p: string, text: string) {
+      async writeFileAtomic(p: string, data: string | Uint8Array) {
         const temp = `${p}.${process.pid}.${Date.now()}.tmp`;
         try {
-          await writeFile(temp, text, { flag: "wx" });
+          await writeFile(temp, data, { flag: "wx" });
           await rename(temp, p);
         } catch (error) {
           await rm(temp, { force: true });
           throw error;
         }
       },
+      async mkdir(p: string) {
+        await mkdir(p, { recursive: true });
+      },
+      async remove(p: string) {
+        await rm(p, { force: true });
+      },
     }),
+    spawnProcess,
+    denoExecutable,
+    unrefTimer(timer: unknown) {
+      (timer as { unref?: () => void } | null)?.unref?.();
+    },
   });
 }

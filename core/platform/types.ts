@@ -48,7 +48,60 @@ export interface PlatformFs {
   readRegularFile(path: string, maxBytes: number): Promise<RegularFileRead>;
   readTextFile(path: string): Promise<string>;
   /** Writes beside `path`, then renames over it: readers never see half a file. */
-  writeTextFileAtomic(path: string, text: string): Promise<void>;
+  writeFileAtomic(path: string, data: string | Uint8Array): Promise<void>;
+  /** Creates a directory and its parents; an existing one is fine. */
+  mkdir(path: string): Promise<void>;
+  /** Removes a file; a missing one is fine. */
+  remove(path: string): Promise<void>;
+}
+
+/** How `spawnProcess` starts a child. */
+export interface SpawnOptions {
+  /** The child's whole environment: nothing of this process's environment is passed on. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Working directory of the child; this process's when absent. */
+  readonly cwd?: string;
+  /**
+   * Starts the child in a new session and process group (POSIX `setsid`), so
+   * that `kill` reaches everything it starts and no terminal signal does.
+   */
+  readonly newProcessGroup: boolean;
+  /** Receives stdout chunks as they arrive. */
+  readonly onStdout: (chunk: Uint8Array) => void;
+  /** Receives stderr chunks as they arrive. */
+  readonly onStderr: (chunk: Uint8Array) => void;
+}
+
+/** How a child process ended: an exit code, or the signal that killed it. */
+export interface ProcessExit {
+  readonly code: number | null;
+  readonly signal: string | null;
+}
+
+/**
+ * A running child with piped stdio. Children still running when this
+ * process exits are killed with it (with their process group).
+ */
+export interface ChildProcessHandle {
+  readonly pid: number;
+  /** Queues `data` for the child's stdin, in order; ignored once stdin is closed or the child is gone. */
+  write(data: string | Uint8Array): void;
+  /** Closes the child's stdin. */
+  end(): void;
+  /**
+   * Sends `signal` to the child's process group when it has one (to the
+   * child alone where the runtime does not permit more), else to the child.
+   * A no-op once the child has exited: what was left of its group was killed then.
+   */
+  kill(signal: "SIGTERM" | "SIGKILL"): void;
+  /** Resolves once the child has exited and been reaped. */
+  readonly exited: Promise<ProcessExit>;
+  /** Resolves once the child's stdout and stderr have both ended. */
+  readonly closed: Promise<void>;
+  /** Lets the child (its status and pipes) keep this process alive, as it does after spawn. */
+  ref(): void;
+  /** Lets this process exit while the child runs; it is then killed on exit. */
+  unref(): void;
 }
 
 /** Process, stdio and files, as one runtime provides them. */
@@ -73,4 +126,17 @@ export interface Platform {
   setExitCode(code: number): void;
   fromFileUrl(url: URL): string;
   readonly fs: PlatformFs;
+  /**
+   * Starts `command` (an absolute path; no shell, no PATH lookup) with piped
+   * stdio. Rejects when the process cannot be started.
+   */
+  spawnProcess(command: string, args: readonly string[], options: SpawnOptions): Promise<ChildProcessHandle>;
+  /**
+   * The deno binary that runs plugins: this one under deno, the `deno` npm
+   * package's binary under node. Throws a `WardenError` that says to run
+   * `npm install` when it is missing.
+   */
+  denoExecutable(): string;
+  /** Keeps `timer` (a `setTimeout` handle) from holding this process alive. */
+  unrefTimer(timer: unknown): void;
 }

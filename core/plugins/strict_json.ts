@@ -46,7 +46,12 @@ export function parseStrictJson(text: string): unknown {
         if (text[i] !== ":") fail("syntax", `expected ":" after key ${JSON.stringify(key)} in ${where}`);
         i++;
         // defineProperty: a "__proto__" key is data here, as in JSON.parse.
-        Object.defineProperty(out, key, { value: value(`${where}.${key}`), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(out, key, {
+          value: value(`${where}.${key}`),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
         ws();
         if (text[i] === ",") {
           i++;
@@ -89,7 +94,9 @@ export function parseStrictJson(text: string): unknown {
       }
     }
     const number = /^-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i, i + 400));
-    if (!number) return fail("syntax", `unexpected ${ch === undefined ? "end of text" : JSON.stringify(ch)} in ${where}`);
+    if (!number) {
+      return fail("syntax", `unexpected ${ch === undefined ? "end of text" : JSON.stringify(ch)} in ${where}`);
+    }
     const parsed = Number(number[0]);
     if (number[1] !== undefined || number[2] !== undefined || !Number.isSafeInteger(parsed)) {
       fail("non-integer", `number ${number[0]} in ${where} is not a safe integer`);

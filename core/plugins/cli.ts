@@ -1,0 +1,399 @@
+// `warden plugin ...`: the author's and the operator's commands. From an
+// empty directory to a pinned, loaded plugin: new, build, sign,
+// allow-signer (once per key), trust.
+import path from "node:path";
+import { toJsonSchema } from "@valibot/to-json-schema";
+import { canonicalJson } from "../canonical_json.ts";
+import { sha256Hex } from "../catalog.ts";
+import type { Config } from "../config.ts";
+import { messageOf, problem, received, WardenError } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
+import { RISK_CLASSES } from "../tool.ts";
+import { parsePrivateKey, parsePublicKey, PLUGIN_SIGNATURE_NAMESPACE, signMessage } from "./sshsig.ts";
+import { discoverPlugins, inspectPlugin, type PluginRecord, readTrustStore } from "./discover.ts";
+import { readLock, writeLock } from "./lock.ts";
+import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "./manifest.ts";
+import type { PluginSpec } from "./sdk.ts";
+
+const USAGE = `Usage:
+  warden plugin new <id>                       a working TypeScript skeleton in <plugins dir>/<id>/
+  warden plugin build <dir>                    bundle src/main.ts, write plugin.js and manifest.json
+  warden plugin sign <dir> --key <ed25519 key> sign manifest.json (or: ssh-keygen -Y sign -n ${PLUGIN_SIGNATURE_NAMESPACE})
+  warden plugin allow-signer <principal> --key <key.pub>
+                                               trust a key to sign plugins (appends to allowed_signers)
+  warden plugin verify <dir>                   check manifest, signature, signer and entry; show the pin state
+  warden plugin trust <dir>                    show signer and digest, then pin the plugin in the lock file
+  warden plugin list [--json]                  every plugin directory and its status
+`;
+
+function usage(detail: string): WardenError {
+  return new WardenError("config_invalid", problem("Invalid command line", detail, 'run "warden plugin help"'));
+}
+
+function out(text: string): void {
+  platform().writeStdout(text.endsWith("\n") ? text : text + "\n");
+}
+
+function optionValue(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i === -1) return undefined;
+  const value = args[i + 1];
+  if (value === undefined || value.startsWith("--")) throw usage(`${name} needs a value`);
+  args.splice(i, 2);
+  return value;
+}
+
+async function readText(file: string, what: string, fix: string): Promise<string> {
+  try {
+    return await platform().fs.readTextFile(file);
+  } catch (error) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Cannot read ${what} ${file}`, messageOf(error).split("\n")[0], fix),
+    );
+  }
+}
+
+function pluginDir(arg: string | undefined): string {
+  if (!arg) throw usage("missing the plugin directory, e.g. plugins/licenses");
+  return path.resolve(platform().cwd(), arg);
+}
+
+const SKELETON = (id: string, sdk: string) =>
+  `// ${id}: a warden plugin. Build, sign and pin it:
+//   warden plugin build plugins/${id}
+//   warden plugin sign plugins/${id} --key ~/.ssh/id_ed25519
+//   warden plugin trust plugins/${id}
+import * as v from "valibot";
+import { definePlugin } from "${sdk}";
+
+export const plugin = definePlugin({
+  id: "${id}",
+  version: "0.1.0",
+  description: "Counts the files of a root.",
+  author: "Your Name <you@example.com>",
+  risk: "read",
+  // Root ids this plugin may read ("*": every root the operator configured).
+  capabilities: { readRoots: ["*"] },
+  tools: {
+    count: {
+      title: "Count files",
+      description: "Counts the files under a root that match a glob.",
+      input: v.strictObject({
+        root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first one)."))),
+        glob: v.optional(v.pipe(v.string(), v.description('Glob pattern (default: "**/*").'))),
+      }),
+      output: v.object({ root: v.string(), files: v.number() }),
+      handler: async ({ root, glob }, ctx) => {
+        const id = root ?? ctx.roots[0];
+        const files = await ctx.fs.glob(id, glob ?? "**/*");
+        return { root: id, files: files.length };
+      },
+    },
+  },
+});
+`;
+
+async function newCommand(config: Config, appRoot: string, args: string[]): Promise<number> {
+  const id = args[0];
+  if (!id || !/^[a-z][a-z0-9]{0,29}$/.test(id)) {
+    throw usage(`the plugin id must be lowercase letters and digits (at most 30), received ${received(id)}`);
+  }
+  const dir = path.join(config.pluginsDir, id);
+  if (await platform().fs.stat(dir).then(() => true, () => false)) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Cannot create plugin "${id}"`, `${dir} already exists`, "pick another id or remove it"),
+    );
+  }
+  const srcDir = path.join(dir, "src");
+  await platform().fs.mkdir(srcDir);
+  let sdk = path.relative(srcDir, path.join(appRoot, "core", "plugins", "sdk.ts")).split(path.sep).join("/");
+  if (!sdk.startsWith(".")) sdk = "./" + sdk;
+  await platform().fs.writeFileAtomic(path.join(srcDir, "main.ts"), SKELETON(id, sdk));
+  const rel = path.relative(platform().cwd(), dir) || ".";
+  out(`Created ${rel}/src/main.ts. Next: warden plugin build ${rel}`);
+  return 0;
+}
+
+/** Loads the built bundle in this process (the author's own code, at build time only) to read its declarations. */
+async function declarationsOf(bundle: Uint8Array, src: string): Promise<PluginSpec> {
+  let module: Record<string, unknown>;
+  try {
+    let binary = "";
+    for (const byte of bundle) binary += String.fromCharCode(byte);
+    module = await import(`data:text/javascript;base64,${btoa(binary)}`);
+  } catch (error) {
+    throw new WardenError(
+      "invalid_manifest",
+      problem(`Cannot load the bundle of ${src}`, messageOf(error).split("\n")[0]),
+    );
+  }
+  const plugin = module.plugin as PluginSpec | undefined;
+  if (!plugin || typeof plugin !== "object" || typeof plugin.tools !== "object") {
+    throw new WardenError(
+      "invalid_manifest",
+      problem(`${src} has no \`plugin\` export`, "export const plugin = definePlugin({ ... })"),
+    );
+  }
+  return plugin;
+}
+
+async function buildCommand(args: string[]): Promise<number> {
+  const dir = pluginDir(args[0]);
+  const id = path.basename(dir);
+  const src = path.join(dir, "src", "main.ts");
+  if (!(await platform().fs.stat(src).then((s) => s.isFile, () => false))) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Cannot build ${id}`, `${src} is missing`, `create one with "warden plugin new ${id}"`),
+    );
+  }
+  const { build } = await import("esbuild");
+  const result = await build({
+    entryPoints: [src],
+    bundle: true,
+    write: false,
+    format: "esm",
+    platform: "neutral",
+    mainFields: ["module", "main"],
+    target: "es2022",
+    minify: true,
+    legalComments: "none",
+    logLevel: "silent",
+  }).catch((error: unknown) => {
+    throw new WardenError(
+      "invalid_manifest",
+      problem(`Cannot bundle ${src}`, messageOf(error).split("\n").slice(0, 3).join(" ")),
+    );
+  });
+  const bundle = result.outputFiles[0].contents;
+  const spec = await declarationsOf(bundle, src);
+  if (spec.id !== id) {
+    throw new WardenError(
+      "invalid_manifest",
+      problem(`Plugin id "${spec.id}" differs from its directory "${id}"`, "make them equal"),
+    );
+  }
+  if (!RISK_CLASSES.includes(spec.risk)) {
+    throw new WardenError("invalid_manifest", problem("Invalid risk", received(spec.risk)));
+  }
+  const tools = Object.entries(spec.tools).sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, tool]) => {
+    const convert = (schema: Parameters<typeof toJsonSchema>[0], what: string) => {
+      try {
+        return toJsonSchema(schema, { target: "draft-2020-12" }) as Record<string, unknown>;
+      } catch (error) {
+        throw new WardenError(
+          "invalid_manifest",
+          problem(`Tool "${name}" ${what} does not convert to JSON Schema`, messageOf(error)),
+        );
+      }
+    };
+    return {
+      name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: convert(tool.input, "input"),
+      ...(tool.output ? { outputSchema: convert(tool.output, "output") } : {}),
+    };
+  });
+  const manifest = {
+    schemaVersion: MANIFEST_SCHEMA_VERSION,
+    id: spec.id,
+    version: spec.version,
+    description: spec.description,
+    author: spec.author,
+    risk: spec.risk,
+    entry: { path: "plugin.js", sha256: (await sha256Hex(bundle)).slice("sha256:".length) },
+    capabilities: { readRoots: [...spec.capabilities.readRoots] },
+    tools,
+  };
+  const text = canonicalJson(manifest);
+  const checked = readManifest(new TextEncoder().encode(text), id);
+  if (isManifestProblem(checked)) {
+    throw new WardenError("invalid_manifest", problem(`The manifest of ${id} would be refused`, checked.reason));
+  }
+  await platform().fs.writeFileAtomic(path.join(dir, "plugin.js"), bundle);
+  await platform().fs.writeFileAtomic(path.join(dir, "manifest.json"), text);
+  // A signature of the previous manifest would now be a bad-signature; remove it so the status says unsigned.
+  await platform().fs.remove(path.join(dir, "manifest.json.sig"));
+  const rel = path.relative(platform().cwd(), dir) || ".";
+  out(
+    `Built ${rel}: ${tools.length} tool(s), entry sha256 ${manifest.entry.sha256}, manifest ${await sha256Hex(
+      text,
+    )}.\n` +
+      `Next: warden plugin sign ${rel} --key <your ed25519 key>`,
+  );
+  return 0;
+}
+
+async function signCommand(args: string[]): Promise<number> {
+  const keyFile = optionValue(args, "--key");
+  const dir = pluginDir(args[0]);
+  if (!keyFile) {
+    throw usage(
+      `--key <private ed25519 key> is required, or sign with: ssh-keygen -Y sign -f <key> -n ${PLUGIN_SIGNATURE_NAMESPACE} ${
+        path.join(dir, "manifest.json")
+      }`,
+    );
+  }
+  const key = await parsePrivateKey(
+    await readText(path.resolve(platform().cwd(), keyFile), "the key", "pass --key <an OpenSSH ed25519 private key>"),
+  );
+  const manifestFile = path.join(dir, "manifest.json");
+  const read = await platform().fs.readRegularFile(manifestFile, 1024 * 1024);
+  if (read.kind !== "ok") {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Cannot sign ${dir}`, "manifest.json is missing", "run warden plugin build first"),
+    );
+  }
+  const signature = await signMessage(key, read.bytes, PLUGIN_SIGNATURE_NAMESPACE);
+  await platform().fs.writeFileAtomic(manifestFile + ".sig", signature);
+  const rel = path.relative(platform().cwd(), dir) || ".";
+  out(
+    `Signed ${rel}/manifest.json with ${key.publicKey.fingerprint}.\n` +
+      `Operators who trust this key: warden plugin allow-signer <principal> --key <key.pub>; then: warden plugin trust ${rel}`,
+  );
+  return 0;
+}
+
+async function allowSignerCommand(config: Config, args: string[]): Promise<number> {
+  const keyFile = optionValue(args, "--key");
+  const principal = args[0];
+  if (!principal || !/^[^\s,"#*?!]+$/.test(principal)) {
+    throw usage(
+      `the principal must be one word without spaces, commas, quotes or wildcards (e.g. an email), received ${
+        received(principal)
+      }`,
+    );
+  }
+  if (!keyFile) throw usage("--key <public key file> is required");
+  const key = await parsePublicKey(
+    await readText(path.resolve(platform().cwd(), keyFile), "the public key", "pass --key <file.pub>"),
+  );
+  const file = config.allowedSignersFile;
+  const existing = await platform().fs.readTextFile(file).catch(() => "");
+  const line = `${principal} namespaces="${PLUGIN_SIGNATURE_NAMESPACE}" ${key.text}\n`;
+  await platform().fs.mkdir(path.dirname(file));
+  await platform().fs.writeFileAtomic(
+    file,
+    existing + (existing === "" || existing.endsWith("\n") ? "" : "\n") + line,
+  );
+  // Read it back through the parser: a line warden itself cannot read must never be left behind.
+  await readTrustStore({ allowedSignersFile: file, revokedKeysFile: config.revokedKeysFile });
+  out(`Trusted ${key.fingerprint} as ${principal} for ${PLUGIN_SIGNATURE_NAMESPACE} in ${file}.`);
+  return 0;
+}
+
+function describeRecord(record: PluginRecord): string {
+  const lines = [
+    `plugin      ${record.id}`,
+    `status      ${record.status}${record.reason ? `: ${record.reason}` : ""}`,
+    `version     ${record.version ?? "-"}`,
+    `signer      ${
+      record.signer ? `${record.signer.principal ?? "(unknown principal)"} ${record.signer.fingerprint}` : "-"
+    }`,
+    `manifest    ${record.manifestDigest ?? "-"}`,
+    `entry       ${record.entryDigest ?? "-"}`,
+    `risk        ${record.risk ?? "-"}`,
+    `reads       ${record.capabilities ? record.capabilities.readRoots.join(", ") || "(no roots)" : "-"}`,
+    `tools       ${record.tools.join(", ") || "-"}`,
+    `pinned      ${record.pinned ? "yes" : "no"}`,
+  ];
+  if (record.fix) lines.push(`next        ${record.fix}`);
+  return lines.join("\n");
+}
+
+async function inspectWithTrust(config: Config, dir: string, usePins: boolean) {
+  const trust = await readTrustStore(config);
+  const lock = await readLock(config.lockFile);
+  return { ...(await inspectPlugin(dir, trust, usePins ? lock.plugins : null, new Date())), lock };
+}
+
+async function verifyCommand(config: Config, args: string[]): Promise<number> {
+  const dir = pluginDir(args[0]);
+  const { record } = await inspectWithTrust(config, dir, true);
+  out(describeRecord(record));
+  return ["verified", "not-pinned", "pin-mismatch"].includes(record.status) ? 0 : 1;
+}
+
+async function trustCommand(config: Config, args: string[]): Promise<number> {
+  const dir = pluginDir(args[0]);
+  const { record, lock } = await inspectWithTrust(config, dir, false);
+  out(describeRecord({ ...record, fix: null }));
+  if (record.status !== "verified") {
+    platform().writeStderr(`Not pinned: ${record.id} is ${record.status}. ${record.fix ?? ""}\n`);
+    return 1;
+  }
+  lock.plugins[record.id] = {
+    manifestDigest: record.manifestDigest!,
+    version: record.version!,
+    principal: record.signer!.principal!,
+    fingerprint: record.signer!.fingerprint,
+    pinnedAt: new Date().toISOString(),
+  };
+  await writeLock(config.lockFile, lock);
+  out(
+    `Pinned ${record.id} ${record.version} at ${record.manifestDigest} in ${config.lockFile}; it loads at the next start.`,
+  );
+  return 0;
+}
+
+async function listCommand(config: Config, args: string[]): Promise<number> {
+  const { records } = await discoverPlugins({ ...config, reservedNames: new Set() });
+  if (args.includes("--json")) {
+    out(JSON.stringify(records, null, 2));
+    return 0;
+  }
+  if (records.length === 0) {
+    out(`No plugins in ${config.pluginsDir}.`);
+    return 0;
+  }
+  const rows = [["ID", "VERSION", "STATUS", "PINNED", "SIGNER", "TOOLS"]];
+  for (const r of records) {
+    rows.push([
+      r.id,
+      r.version ?? "-",
+      r.status,
+      r.pinned ? "yes" : "no",
+      r.signer?.principal ?? r.signer?.fingerprint ?? "-",
+      r.tools.join(",") || "-",
+    ]);
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+  out(rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()).join("\n"));
+  for (const r of records.filter((r) => r.status !== "verified")) {
+    out(`${r.id}: ${r.reason}${r.fix ? `; ${r.fix}` : ""}`);
+  }
+  return 0;
+}
+
+/** `warden plugin <subcommand> ...`. */
+export async function pluginCommand(config: Config, appRoot: string, argv: readonly string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  const args = [...rest];
+  switch (sub) {
+    case "new":
+      return await newCommand(config, appRoot, args);
+    case "build":
+      return await buildCommand(args);
+    case "sign":
+      return await signCommand(args);
+    case "allow-signer":
+      return await allowSignerCommand(config, args);
+    case "verify":
+      return await verifyCommand(config, args);
+    case "trust":
+      return await trustCommand(config, args);
+    case "list":
+      return await listCommand(config, args);
+    case undefined:
+    case "help":
+    case "--help":
+      out(USAGE);
+      return 0;
+    default:
+      throw usage(`unknown plugin command ${received(sub)}`);
+  }
+}

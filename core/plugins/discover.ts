@@ -1,0 +1,302 @@
+// Decides, for every plugins/<id>/ directory, one status, without running a
+// byte of plugin code: manifest (strict, canonical, valid), signature
+// (SSHSIG over the manifest bytes), signer (allowed_signers, revocations,
+// validity), entry (sha256 of the bytes read here, which are the bytes that
+// will run), pin (plugins.lock.json) and name clashes. Only `verified`
+// plugins reach the catalog.
+import path from "node:path";
+import { sha256Hex } from "../catalog.ts";
+import { messageOf, problem, WardenError } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
+import type { RiskClass } from "../tool.ts";
+import { type AllowedSigner, checkSigner, parseAllowedSigners, parseRevokedKeys } from "./allowed_signers.ts";
+import { readLock } from "./lock.ts";
+import { isManifestProblem, type Manifest, readManifest } from "./manifest.ts";
+import { parseSignature, PLUGIN_SIGNATURE_NAMESPACE, type SshPublicKey, verifySignature } from "./sshsig.ts";
+
+/** Every status a plugin directory can have; only `verified` loads. */
+export type PluginStatus =
+  | "verified"
+  | "unsigned"
+  | "bad-signature"
+  | "unknown-signer"
+  | "revoked"
+  | "key-expired"
+  | "wrong-namespace"
+  | "entry-digest-mismatch"
+  | "not-canonical"
+  | "invalid-manifest"
+  | "not-pinned"
+  | "pin-mismatch"
+  | "name-conflict";
+
+/** How a loaded plugin runs; refused plugins run nowhere. */
+export const PLUGIN_ISOLATION =
+  "deno subprocess: no permissions (--no-prompt --cached-only, no --allow-*), empty environment, own process group, entry imported from the verified bytes";
+
+/** What the audit shows for one plugin directory. No host paths. */
+export interface PluginRecord {
+  readonly id: string;
+  readonly status: PluginStatus;
+  /** Why, when not verified; what the operator can do about it. */
+  readonly reason: string | null;
+  readonly fix: string | null;
+  readonly version: string | null;
+  readonly manifestDigest: string | null;
+  readonly entryDigest: string | null;
+  readonly signer: { readonly principal: string | null; readonly fingerprint: string } | null;
+  readonly pinned: boolean;
+  readonly risk: RiskClass | null;
+  readonly capabilities: Manifest["capabilities"] | null;
+  /** Catalog names of its tools. */
+  readonly tools: readonly string[];
+  readonly isolation: string;
+}
+
+/** A plugin that passed every check, with the exact entry bytes that were hashed. */
+export interface VerifiedPlugin {
+  readonly record: PluginRecord;
+  readonly manifest: Manifest;
+  readonly entryBytes: Uint8Array;
+}
+
+/** Where the plugins and the trust configuration are. */
+export interface PluginSources {
+  readonly pluginsDir: string;
+  readonly allowedSignersFile: string;
+  readonly revokedKeysFile: string;
+  readonly lockFile: string;
+  /** Catalog names already taken (built-in tools). */
+  readonly reservedNames: ReadonlySet<string>;
+  readonly now?: Date;
+}
+
+/** The trust store as files say it. */
+export interface TrustStore {
+  readonly signers: readonly AllowedSigner[];
+  readonly revoked: readonly SshPublicKey[];
+}
+
+async function readOptional(file: string): Promise<string | null> {
+  try {
+    return await platform().fs.readTextFile(file);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return null;
+    throw new WardenError("invalid_trust_store", problem(`Cannot read ${file}`, messageOf(error)));
+  }
+}
+
+/** Reads allowed_signers and the revoked keys; missing files are empty, malformed ones an error. */
+export async function readTrustStore(
+  sources: Pick<PluginSources, "allowedSignersFile" | "revokedKeysFile">,
+): Promise<TrustStore> {
+  const signersText = await readOptional(sources.allowedSignersFile);
+  const revokedText = await readOptional(sources.revokedKeysFile);
+  return {
+    signers: signersText === null ? [] : await parseAllowedSigners(signersText, sources.allowedSignersFile),
+    revoked: revokedText === null ? [] : await parseRevokedKeys(revokedText, sources.revokedKeysFile),
+  };
+}
+
+const FIXES: Partial<Record<PluginStatus, (id: string) => string>> = {
+  "unsigned": (id) => `sign it: warden plugin sign plugins/${id} --key <ed25519 key>`,
+  "bad-signature": (id) =>
+    `the manifest or its signature was changed; rebuild and sign it: warden plugin build plugins/${id}`,
+  "unknown-signer": () =>
+    "if you trust the signer, add their key to allowed_signers: warden plugin allow-signer <principal> --key <key.pub>",
+  "revoked": () => "the signing key is revoked; get a build signed with another key",
+  "key-expired": () => "the signing key is outside its valid-after/valid-before window in allowed_signers",
+  "wrong-namespace": () => `sign with the namespace ${PLUGIN_SIGNATURE_NAMESPACE}`,
+  "entry-digest-mismatch": (id) =>
+    `the entry is not the file that was signed; rebuild: warden plugin build plugins/${id}`,
+  "not-canonical": (id) => `rewrite the manifest: warden plugin build plugins/${id}`,
+  "invalid-manifest": (id) => `fix the plugin source and rebuild: warden plugin build plugins/${id}`,
+  "not-pinned": (id) =>
+    `review it with "warden plugin verify plugins/${id}", then pin it with "warden plugin trust plugins/${id}"`,
+  "pin-mismatch": (id) =>
+    `this is not the version you pinned; review it with "warden plugin verify plugins/${id}" and pin it again with "warden plugin trust plugins/${id}"`,
+  "name-conflict": () => "rename the plugin or the tool; two tools cannot share a name",
+};
+
+/**
+ * Checks one plugin directory against the trust store and the lock; `pinned`
+ * is ignored when `lockPins` is null (as `warden plugin verify` wants).
+ */
+export async function inspectPlugin(
+  dir: string,
+  trust: TrustStore,
+  pins: Readonly<Record<string, { manifestDigest: string; fingerprint: string }>> | null,
+  now: Date,
+): Promise<{ record: PluginRecord; manifest?: Manifest; entryBytes?: Uint8Array }> {
+  const id = path.basename(dir);
+  const fs = platform().fs;
+  const base = {
+    id,
+    version: null,
+    manifestDigest: null,
+    entryDigest: null,
+    signer: null,
+    pinned: false,
+    risk: null,
+    capabilities: null,
+    tools: [] as string[],
+    isolation: "none: not loaded",
+  };
+  const refuse = (status: PluginStatus, reason: string, extra: Partial<PluginRecord> = {}) => ({
+    record: { ...base, ...extra, status, reason, fix: FIXES[status]?.(id) ?? null },
+  });
+
+  const manifestRead = await fs.readRegularFile(path.join(dir, "manifest.json"), 1024 * 1024).catch(() => null);
+  if (!manifestRead || manifestRead.kind !== "ok") {
+    const why = manifestRead?.kind === "too_large"
+      ? "manifest.json is larger than 1 MiB"
+      : manifestRead?.kind === "symlink"
+      ? "manifest.json is a symlink"
+      : "manifest.json is missing or not a regular file";
+    return refuse("invalid-manifest", why);
+  }
+  const bytes = manifestRead.bytes;
+  const manifestDigest = await sha256Hex(bytes);
+  const manifest = readManifest(bytes, id);
+  if (isManifestProblem(manifest)) return refuse(manifest.status, manifest.reason, { manifestDigest });
+  const known: Partial<PluginRecord> = {
+    manifestDigest,
+    version: manifest.version,
+    risk: manifest.risk,
+    capabilities: manifest.capabilities,
+    tools: manifest.tools.map((t) => `${id}_${t.name}`),
+  };
+
+  const sigRead = await fs.readRegularFile(path.join(dir, "manifest.json.sig"), 64 * 1024).catch(() => null);
+  if (!sigRead || sigRead.kind !== "ok") return refuse("unsigned", "manifest.json.sig is missing", known);
+  let signature;
+  try {
+    signature = await parseSignature(new TextDecoder().decode(sigRead.bytes));
+  } catch (error) {
+    return refuse("bad-signature", `manifest.json.sig is not an SSH signature: ${messageOf(error)}`, known);
+  }
+  const key = signature.publicKey;
+  const verified = await verifySignature(signature, bytes, PLUGIN_SIGNATURE_NAMESPACE);
+  const signerFacts = { principal: null, fingerprint: key.fingerprint };
+  if (!verified.ok) {
+    const reason = verified.reason === "wrong-namespace"
+      ? `signed for namespace "${signature.namespace}", not "${PLUGIN_SIGNATURE_NAMESPACE}"`
+      : "the signature does not match manifest.json";
+    return refuse(verified.reason, reason, { ...known, signer: signerFacts });
+  }
+  const trusted = checkSigner([...trust.signers], [...trust.revoked], key, PLUGIN_SIGNATURE_NAMESPACE, now);
+  if (trusted.status !== "trusted") {
+    const reasons: Record<string, string> = {
+      "unknown-signer": `key ${key.fingerprint} is not in allowed_signers`,
+      "revoked": `key ${key.fingerprint} is revoked`,
+      "key-expired": `key ${key.fingerprint} is not valid now according to allowed_signers`,
+      "wrong-namespace": `key ${key.fingerprint} is not allowed to sign namespace ${PLUGIN_SIGNATURE_NAMESPACE}`,
+    };
+    return refuse(trusted.status, reasons[trusted.status], { ...known, signer: signerFacts });
+  }
+  const signer = { principal: trusted.principal, fingerprint: key.fingerprint };
+
+  const entryPath = path.join(dir, manifest.entry.path);
+  const entryRead = await fs.readRegularFile(entryPath, 64 * 1024 * 1024).catch(() => null);
+  const withSigner = { ...known, signer };
+  if (!entryRead || entryRead.kind !== "ok") {
+    const why = entryRead?.kind === "symlink"
+      ? `entry ${manifest.entry.path} is a symlink; it must be the file itself`
+      : entryRead?.kind === "too_large"
+      ? `entry ${manifest.entry.path} is larger than 64 MiB`
+      : `entry ${manifest.entry.path} is missing or not a regular file`;
+    return refuse("entry-digest-mismatch", why, withSigner);
+  }
+  // A parent directory swapped for a symlink would pass the file check; the real path must stay inside.
+  const realEntry = await fs.realPath(entryPath).catch(() => "");
+  const realDir = await fs.realPath(dir).catch(() => dir);
+  if (!realEntry.startsWith(realDir + path.sep)) {
+    return refuse(
+      "entry-digest-mismatch",
+      `entry ${manifest.entry.path} resolves outside the plugin directory`,
+      withSigner,
+    );
+  }
+  const entryDigest = (await sha256Hex(entryRead.bytes)).slice("sha256:".length);
+  if (entryDigest !== manifest.entry.sha256) {
+    return refuse(
+      "entry-digest-mismatch",
+      `entry ${manifest.entry.path} has sha256 ${entryDigest}, the manifest says ${manifest.entry.sha256}`,
+      {
+        ...withSigner,
+        entryDigest: `sha256:${entryDigest}`,
+      },
+    );
+  }
+  const full = { ...withSigner, entryDigest: `sha256:${entryDigest}` };
+  if (pins !== null) {
+    const pin = pins[id];
+    if (!pin) return refuse("not-pinned", "signed and trusted, but not pinned in plugins.lock.json", full);
+    if (pin.manifestDigest !== manifestDigest || pin.fingerprint !== key.fingerprint) {
+      const what = pin.manifestDigest !== manifestDigest
+        ? `pinned at ${pin.manifestDigest}, found ${manifestDigest}`
+        : `pinned for key ${pin.fingerprint}, signed by ${key.fingerprint}`;
+      return refuse("pin-mismatch", what, { ...full, pinned: true });
+    }
+  }
+  return {
+    record: {
+      ...base,
+      ...full,
+      pinned: pins !== null,
+      status: "verified",
+      reason: null,
+      fix: null,
+      isolation: PLUGIN_ISOLATION,
+    },
+    manifest,
+    entryBytes: entryRead.bytes,
+  };
+}
+
+/** Inspects every plugin directory, sorted by id; verified ones come with their bytes. */
+export async function discoverPlugins(
+  sources: PluginSources,
+): Promise<{ records: PluginRecord[]; verified: VerifiedPlugin[] }> {
+  const fs = platform().fs;
+  let entries;
+  try {
+    entries = await fs.readDir(sources.pluginsDir);
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return { records: [], verified: [] };
+    throw new WardenError(
+      "invalid_trust_store",
+      problem(`Cannot list the plugins directory ${sources.pluginsDir}`, messageOf(error)),
+    );
+  }
+  const dirs = entries.filter((e) => e.kind === "directory" && !e.name.startsWith(".")).map((e) => e.name).sort();
+  if (dirs.length === 0) return { records: [], verified: [] };
+  const [trust, lock] = await Promise.all([readTrustStore(sources), readLock(sources.lockFile)]);
+  const now = sources.now ?? new Date();
+  const inspected = await Promise.all(
+    dirs.map((dir) => inspectPlugin(path.join(sources.pluginsDir, dir), trust, lock.plugins, now)),
+  );
+  const taken = new Map<string, string>([...sources.reservedNames].map((name) => [name, "a built-in tool"]));
+  const records: PluginRecord[] = [];
+  const verified: VerifiedPlugin[] = [];
+  for (const result of inspected) {
+    let record = result.record;
+    if (record.status === "verified") {
+      const clash = record.tools.find((name) => taken.has(name));
+      if (clash) {
+        record = {
+          ...record,
+          status: "name-conflict",
+          reason: `tool ${clash} is already served by ${taken.get(clash)}`,
+          fix: FIXES["name-conflict"]!(record.id),
+          isolation: "none: not loaded",
+        };
+      } else {
+        for (const name of record.tools) taken.set(name, `plugin ${record.id}`);
+        verified.push({ record, manifest: result.manifest!, entryBytes: result.entryBytes! });
+      }
+    }
+    records.push(record);
+  }
+  return { records, verified };
+}

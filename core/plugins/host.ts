@@ -1,0 +1,106 @@
+// Turns verified plugins into catalog entries. Each plugin tool is validated
+// by the host against its manifest schema, then run in the plugin's sandboxed
+// child, which starts on the first call; refusals are logged one line each.
+import path from "node:path";
+import { type CatalogEntry, describeTool, type Validated } from "../catalog.ts";
+import type { Config } from "../config.ts";
+import { problem, WardenError } from "../errors.ts";
+import { validateJsonSchema } from "../json_schema.ts";
+import { log } from "../log.ts";
+import { restrictRoots, type RootFs } from "../roots.ts";
+import type { ToolContext } from "../tool.ts";
+import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "./discover.ts";
+import { PluginRuntime } from "./runtime.ts";
+
+/** The plugins as the host serves them. */
+export interface LoadedPlugins {
+  readonly records: readonly PluginRecord[];
+  readonly entries: readonly CatalogEntry[];
+  /** Stops every plugin child. */
+  stop(): Promise<void>;
+}
+
+function jsonValidator(schema: Record<string, unknown>): (value: unknown) => Validated {
+  return (value) => {
+    const issues = validateJsonSchema(schema, value);
+    return issues.length === 0 ? { ok: true, value } : { ok: false, issues };
+  };
+}
+
+function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): CatalogEntry[] {
+  const { manifest, record } = plugin;
+  return manifest.tools.map((tool) => ({
+    descriptor: describeTool(
+      {
+        name: `${manifest.id}_${tool.name}`,
+        title: tool.title,
+        description: tool.description,
+        risk: manifest.risk,
+        inputSchema: tool.inputSchema,
+        outputSchema: tool.outputSchema,
+      },
+      { id: manifest.id, version: manifest.version, manifestDigest: record.manifestDigest! },
+    ),
+    risk: manifest.risk,
+    validateInput: jsonValidator(tool.inputSchema),
+    ...(tool.outputSchema ? { validateOutput: jsonValidator(tool.outputSchema) } : {}),
+    invoke: (args: unknown, ctx: ToolContext) =>
+      runtime().call(tool.name, args, { signal: ctx.signal, progress: ctx.progress, log: ctx.log }),
+  }));
+}
+
+/**
+ * Inspects the plugins directory and returns the entries of the verified
+ * plugins. With `strictPlugins`, any refusal stops startup.
+ */
+export async function loadPlugins(
+  config: Config,
+  fs: RootFs,
+  reservedNames: ReadonlySet<string>,
+  cacheDir: string,
+): Promise<LoadedPlugins> {
+  const { records, verified } = await discoverPlugins({
+    pluginsDir: config.pluginsDir,
+    allowedSignersFile: config.allowedSignersFile,
+    revokedKeysFile: config.revokedKeysFile,
+    lockFile: config.lockFile,
+    reservedNames,
+  });
+  const refused = records.filter((record) => record.status !== "verified");
+  for (const record of refused) {
+    log("warn", "plugin_refused", { plugin: record.id, status: record.status, reason: record.reason, fix: record.fix });
+  }
+  if (config.strictPlugins && refused.length > 0) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        "Plugins refused with --strict-plugins",
+        refused.map((record) => `${record.id} is ${record.status} (${record.reason})`).join("; "),
+        "fix them or start without --strict-plugins",
+      ),
+    );
+  }
+  const runtimes = new Map<string, PluginRuntime>();
+  const entries = verified.flatMap((plugin) =>
+    entriesOf(plugin, () => {
+      let runtime = runtimes.get(plugin.manifest.id);
+      if (!runtime) {
+        runtime = new PluginRuntime({
+          id: plugin.manifest.id,
+          entryBytes: plugin.entryBytes,
+          fs: restrictRoots(fs, plugin.manifest.capabilities.readRoots, `plugin ${plugin.manifest.id}`),
+          cacheDir: path.join(cacheDir, plugin.manifest.id),
+        });
+        runtimes.set(plugin.manifest.id, runtime);
+      }
+      return runtime;
+    })
+  );
+  return {
+    records,
+    entries,
+    stop: async () => {
+      await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));
+    },
+  };
+}

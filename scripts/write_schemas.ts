@@ -1,0 +1,25 @@
+// Writes schema/plugin-manifest.schema.json and schema/plugins-lock.schema.json
+// from the valibot schemas the host validates with, so the published JSON
+// Schemas cannot drift from the code. test/schemas.test.ts fails when they do.
+//   node_modules/.bin/deno run --allow-read --allow-write=schema scripts/write_schemas.ts
+import { toJsonSchema } from "@valibot/to-json-schema";
+import { prettyCanonicalJson } from "../core/canonical_json.ts";
+import { LockSchema } from "../core/plugins/lock.ts";
+import { ManifestSchema } from "../core/plugins/manifest.ts";
+
+/** The published JSON Schemas, by file name under schema/. */
+export function publishedSchemas(): Record<string, string> {
+  const schema = (value: Parameters<typeof toJsonSchema>[0], id: string, title: string) =>
+    prettyCanonicalJson({ ...toJsonSchema(value, { target: "draft-2020-12" }), $id: id, title });
+  return {
+    "plugin-manifest.schema.json": schema(ManifestSchema, "urn:warden:plugin-manifest:v1", "warden plugin manifest"),
+    "plugins-lock.schema.json": schema(LockSchema, "urn:warden:plugins-lock:v1", "warden plugins.lock.json"),
+  };
+}
+
+if (import.meta.main) {
+  for (const [name, text] of Object.entries(publishedSchemas())) {
+    await Deno.writeTextFile(new URL(`../schema/${name}`, import.meta.url), text);
+    console.error(`wrote schema/${name}`);
+  }
+}
