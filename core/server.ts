@@ -60,7 +60,16 @@ export async function serve(options: ServeOptions): Promise<void> {
 
   const server = new Server(
     { name: options.name, version: options.version },
-    { capabilities: { tools: { listChanged: false }, logging: {} } },
+    {
+      capabilities: { tools: { listChanged: false }, logging: {} },
+      // Used only to check elicitation replies, which warden never requests;
+      // passing one keeps the SDK from building Ajv (and the build drops Ajv).
+      jsonSchemaValidator: {
+        getValidator() {
+          throw new Error("warden does not elicit input");
+        },
+      },
+    },
   );
 
   // The SDK negotiates the version; we only remember what it agreed.

@@ -19,6 +19,20 @@ rmSync(new URL("../dist/tools", import.meta.url), { recursive: true, force: true
 rmSync(new URL("../dist/chunks", import.meta.url), { recursive: true, force: true });
 rmSync(new URL("../dist/vendor", import.meta.url), { recursive: true, force: true });
 
+/** Resolves the SDK's Ajv provider to a stub; see scripts/ajv_provider_stub.mjs. */
+const withoutAjv = {
+  name: "without-ajv",
+  setup(b) {
+    b.onResolve(
+      { filter: /validation\/ajv-provider\.js$/ },
+      (args) =>
+        args.importer.includes("@modelcontextprotocol")
+          ? { path: fileURLToPath(new URL("./ajv_provider_stub.mjs", import.meta.url)) }
+          : undefined,
+    );
+  },
+};
+
 const started = performance.now();
 await build({
   absWorkingDir: root,
@@ -35,6 +49,7 @@ await build({
   chunkNames: "chunks/[name]-[hash]",
   // Heavy or native packages stay in node_modules and load only when used.
   external: ["ts-morph", "typescript", "esbuild", "deno"],
+  plugins: [withoutAjv],
   // Bundled CommonJS dependencies call require(); give them one.
   banner: {
     js:
@@ -48,6 +63,7 @@ await build({
   absWorkingDir: root,
   entryPoints: ["scripts/mcp_sdk_entry.mjs"],
   outfile: "dist/vendor/mcp-sdk.js",
+  plugins: [withoutAjv],
   bundle: true,
   format: "esm",
   platform: "neutral",
