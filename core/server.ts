@@ -111,7 +111,6 @@ export async function serve(options: ServeOptions): Promise<void> {
         }
         const progressToken = (params?._meta as Params)?.progressToken;
         const validToken = typeof progressToken === "string" || typeof progressToken === "number";
-        const started = performance.now();
         const result = await runTool(tool, args, {
           fs: options.fs,
           host,
@@ -135,11 +134,7 @@ export async function serve(options: ServeOptions): Promise<void> {
               .catch(() => {});
           },
         });
-        log("debug", "call", {
-          tool: name,
-          ms: Math.round(performance.now() - started),
-          isError: result.isError === true,
-        });
+        if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
         return result as unknown as Record<string, unknown>;
       }
       case "logging/setLevel": {
