@@ -108,11 +108,12 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command !== "serve" && !SHELL_COMMANDS.includes(command)) {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
+  const dir = toolsDir();
   if (command === "plugin") {
     const { pluginCommand } = await import("./plugins/cli.ts");
-    return await pluginCommand(config, platform().fromFileUrl(appRoot), args);
+    const builtinNames = async () => new Set((await loadTools(dir.url, dir.extensions)).map(({ tool }) => tool.name));
+    return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
-  const dir = toolsDir();
   const [loaded, fs, withPlugins] = await Promise.all([
     loadTools(dir.url, dir.extensions),
     openRoots(config.roots),

@@ -340,8 +340,8 @@ async function trustCommand(config: Config, args: string[]): Promise<number> {
   return 0;
 }
 
-async function listCommand(config: Config, args: string[]): Promise<number> {
-  const { records } = await discoverPlugins({ ...config, reservedNames: new Set() });
+async function listCommand(config: Config, args: string[], reservedNames: ReadonlySet<string>): Promise<number> {
+  const { records } = await discoverPlugins({ ...config, reservedNames });
   if (args.includes("--json")) {
     out(JSON.stringify(records, null, 2));
     return 0;
@@ -370,7 +370,12 @@ async function listCommand(config: Config, args: string[]): Promise<number> {
 }
 
 /** `warden plugin <subcommand> ...`. */
-export async function pluginCommand(config: Config, appRoot: string, argv: readonly string[]): Promise<number> {
+export async function pluginCommand(
+  config: Config,
+  appRoot: string,
+  argv: readonly string[],
+  builtinNames: () => Promise<ReadonlySet<string>>,
+): Promise<number> {
   const [sub, ...rest] = argv;
   const args = [...rest];
   switch (sub) {
@@ -387,7 +392,7 @@ export async function pluginCommand(config: Config, appRoot: string, argv: reado
     case "trust":
       return await trustCommand(config, args);
     case "list":
-      return await listCommand(config, args);
+      return await listCommand(config, args, await builtinNames());
     case undefined:
     case "help":
     case "--help":

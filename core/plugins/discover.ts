@@ -102,8 +102,8 @@ const FIXES: Partial<Record<PluginStatus, (id: string) => string>> = {
   "unsigned": (id) => `sign it: warden plugin sign plugins/${id} --key <ed25519 key>`,
   "bad-signature": (id) =>
     `the manifest or its signature was changed; rebuild and sign it: warden plugin build plugins/${id}`,
-  "unknown-signer": () =>
-    "if you trust the signer, add their key to allowed_signers: warden plugin allow-signer <principal> --key <key.pub>",
+  "unknown-signer": (id) =>
+    `review it with "warden plugin verify plugins/${id}"; if you trust its signer, run "warden plugin allow-signer <principal> --key <their key.pub>", then pin it with "warden plugin trust plugins/${id}"`,
   "revoked": () => "the signing key is revoked; get a build signed with another key",
   "key-expired": () => "the signing key is outside its valid-after/valid-before window in allowed_signers",
   "wrong-namespace": () => `sign with the namespace ${PLUGIN_SIGNATURE_NAMESPACE}`,
