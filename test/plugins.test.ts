@@ -2,12 +2,12 @@
 // refused plugin never runs), the pin, the audit, the author's five
 // commands, and a verified plugin serving calls from its sandbox.
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { canonicalJson } from "../core/canonical_json.ts";
 import { parsePrivateKey, signMessage } from "../core/plugins/sshsig.ts";
-import { connect, repoRoot, runtimeName, runWarden, type Session, tempDir, textOf } from "./helpers.ts";
+import { connect, eventually, repoRoot, runtimeName, runWarden, type Session, tempDir, textOf } from "./helpers.ts";
 
 const TRUST = path.join(repoRoot, "test/fixtures/trust");
 const NAMESPACE = "warden-plugin-v1";
@@ -301,6 +301,31 @@ describe(`plugin statuses (${runtimeName})`, () => {
   });
 });
 
+/** Pids whose parent is `pid` (Linux /proc). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The command may contain spaces and parentheses: the ppid is the second field after the last ")".
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
 const REPLACED_ENTRY = "export const plugin = { tools: { list: { handler: () => ({ replaced: true }) } } };\n";
 
 describe(`a verified plugin at work (${runtimeName})`, () => {
@@ -349,7 +374,7 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
     writeFileSync(path.join(plugins, "licenses", "plugin.js"), REPLACED_ENTRY);
   });
   after(async () => {
-    await session.close();
+    await session.close().catch(() => {});
     work.remove();
   });
 
@@ -406,6 +431,15 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
     });
     assert.match(String(extensions[0].isolation), /^deno subprocess: no permissions/);
     assert.ok(!textOf(result).includes(work.dir), "no host path");
+  });
+
+  it("leaves no plugin process behind when stdin closes", async () => {
+    const server = session.transport.pid!;
+    const children = childrenOf(server);
+    assert.ok(children.length > 0, "the plugin runs in a child of the server");
+    await session.close();
+    const gone = await eventually(() => [server, ...children].every((pid) => !alive(pid)), 3000);
+    assert.ok(gone, `still running: ${[server, ...children].filter(alive).join(", ")}`);
   });
 
   it("ran the verified bytes although the entry file was replaced before the first call", () => {

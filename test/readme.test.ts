@@ -47,7 +47,7 @@ describe(`README (${runtimeName})`, () => {
     const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
     const deno = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"));
     for (const script of ["start", "test", "warden"]) assert.ok(pkg.scripts[script], `npm script ${script}`);
-    for (const task of ["start", "test", "warden", "catalog:update"]) {
+    for (const task of ["start", "test", "warden", "catalog:update", "plugin"]) {
       assert.ok(deno.tasks[task], `deno task ${task}`);
       assert.ok(readme.includes(`deno task ${task}`), `README shows deno task ${task}`);
     }
