@@ -17,7 +17,7 @@ export interface CallResult {
 }
 
 /** What the host supplies for one call besides the arguments. */
-export interface CallOptions extends Omit<ContextParts, "signal"> {
+export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "deadline"> {
   readonly timeoutMs: number;
   /** The client's cancellation, when it has one. */
   readonly signal?: AbortSignal;
@@ -158,9 +158,11 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
     return controller.signal;
   };
 
+  const deadline = Date.now() + options.timeoutMs;
+  const about = { name, risk: tool.risk, capabilities: tool.capabilities };
   let returned: unknown;
   try {
-    returned = tool.invoke(validated.value, createContext(tool.risk, { ...options, signal }));
+    returned = tool.invoke(validated.value, createContext(tool.risk, { ...options, signal, tool: about, deadline }));
   } catch (error) {
     return Promise.resolve(failure(name, error));
   }
@@ -186,7 +188,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
     };
     const onClientAbort = () => abort(new WardenError("cancelled", `Tool "${name}" was cancelled by the client`));
     const call: Pending = {
-      deadline: Date.now() + options.timeoutMs,
+      deadline,
       expire: () => abort(timeoutError(name, options.timeoutMs)),
     };
     pending.add(call);

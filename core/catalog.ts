@@ -5,7 +5,7 @@ import { canonicalJson, prettyCanonicalJson } from "./canonical_json.ts";
 import * as v from "valibot";
 import type { SchemaIssue } from "./json_schema.ts";
 import type { JsonSchema, LoadedTool } from "./loader.ts";
-import { RISK_CLASSES, type RiskClass, type ToolContext } from "./tool.ts";
+import { RISK_CLASSES, type RiskClass, type ToolCapabilities, type ToolContext } from "./tool.ts";
 
 /** MCP tool annotations, derived from the risk class only. */
 export interface ToolAnnotations {
@@ -53,6 +53,8 @@ export type Validated = { readonly ok: true; readonly value: unknown } | {
 export interface CatalogEntry {
   readonly descriptor: ToolDescriptor;
   readonly risk: RiskClass;
+  /** What the tool declared it may reach; every use is checked against it. */
+  readonly capabilities: Required<ToolCapabilities>;
   validateInput(args: unknown): Validated;
   /** Present when the tool declares an output schema. */
   validateOutput?(value: unknown): Validated;
@@ -130,7 +132,11 @@ function valibotIssues(schema: v.GenericSchema, issues: readonly v.BaseIssue<unk
         received: "undefined",
       };
     }
-    return { path, kind: "invalid" as const, expected: issue.expected ?? issue.message, received: issue.received };
+    // A custom message (one not written by valibot, whose own start with "Invalid") says what is expected.
+    const expected = issue.message && !issue.message.startsWith("Invalid ")
+      ? issue.message
+      : issue.expected ?? issue.message;
+    return { path, kind: "invalid" as const, expected, received: issue.received };
   });
 }
 
@@ -150,6 +156,11 @@ export function builtinEntry(loaded: LoadedTool): CatalogEntry {
   return {
     descriptor: describeTool({ ...tool, inputSchema: loaded.inputSchema, outputSchema: loaded.outputSchema }),
     risk: tool.risk,
+    capabilities: {
+      spawn: [...(tool.capabilities?.spawn ?? [])],
+      writeRoots: [...(tool.capabilities?.writeRoots ?? [])],
+      netHosts: [...(tool.capabilities?.netHosts ?? [])],
+    },
     validateInput: validator(tool.input),
     ...(tool.output ? { validateOutput: validator(tool.output) } : {}),
     invoke: (args, ctx) => handler(args, ctx),

@@ -6,6 +6,7 @@ import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { unifiedDiff } from "./line_diff.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
+import type { Spawner } from "./spawn.ts";
 import type { HostFacts } from "./tool.ts";
 
 /** What every command is given: the catalog and the facts to build a context from. */
@@ -14,6 +15,7 @@ export interface CommandEnv {
   readonly fs: RootFs;
   readonly host: HostFacts;
   readonly callTimeoutMs: number;
+  readonly spawner: Spawner;
   /** Where the golden catalog lives. */
   readonly goldenUrl: URL;
 }
@@ -124,6 +126,7 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
     fs: env.fs,
     host: env.host,
     timeoutMs: env.callTimeoutMs,
+    spawner: env.spawner,
     signal: controller.signal,
     sendProgress: (progress, total, message) => {
       platform().writeStderr(

@@ -1,8 +1,10 @@
 // Builds the context a tool receives, by risk class. The context is the only
 // door a tool has to files, processes and the network; each class gets the
 // capabilities it is allowed and no others.
+import { problem, WardenError } from "./errors.ts";
 import type { RootFs } from "./roots.ts";
-import type { ClientLogLevel, ContextByRisk, HostFacts, ReadContext, RiskClass } from "./tool.ts";
+import type { Spawner, SpawnRequest, SpawnResult } from "./spawn.ts";
+import type { ClientLogLevel, ContextByRisk, GateContext, HostFacts, RiskClass, ToolCapabilities } from "./tool.ts";
 
 /** What the host supplies for one call. */
 export interface ContextParts {
@@ -13,13 +15,29 @@ export interface ContextParts {
   /** Present when the client sent a progress token. */
   readonly sendProgress?: (progress: number, total?: number, message?: string) => Promise<void>;
   readonly sendLog?: (level: ClientLogLevel, data: unknown) => void;
+  /** The tool this context is for: its name, class and declared capabilities. */
+  readonly tool: { readonly name: string; readonly risk: RiskClass; readonly capabilities: Required<ToolCapabilities> };
+  /** When the call's time is up (ms since the epoch). */
+  readonly deadline: number;
+  /** Runs programs for gate tools; absent where the host offers none. */
+  readonly spawner?: Spawner;
+}
+
+/** The error for a capability the tool's class does not have: it names both, and nothing happens. */
+function denied(capability: string, needs: RiskClass, tool: ContextParts["tool"]): WardenError {
+  return new WardenError(
+    "capability_denied",
+    problem(`${capability} needs risk class "${needs}"`, `tool "${tool.name}" is "${tool.risk}"`, "nothing was run"),
+  );
 }
 
 /**
- * The `read` context. A class rather than an object of closures: one is made
- * per call, and this keeps a trivial call's overhead to a few allocations.
+ * Every class gets this one context; what its class lacks throws
+ * `capability_denied` (so a tool that casts its way to a method learns why).
+ * A class rather than an object of closures: one is made per call, and this
+ * keeps a trivial call's overhead to a few allocations.
  */
-class ReadCallContext implements ReadContext {
+class CallContext implements GateContext {
   readonly #parts: ContextParts;
   #lastProgress = -Infinity;
   readonly fs: RootFs;
@@ -48,14 +66,29 @@ class ReadCallContext implements ReadContext {
   log(level: ClientLogLevel, data: unknown): void {
     this.#parts.sendLog?.(level, data);
   }
+
+  spawn(argv: readonly string[], options: SpawnRequest = {}): Promise<SpawnResult> {
+    const { tool, spawner } = this.#parts;
+    if (tool.risk !== "gate") return Promise.reject(denied("ctx.spawn", "gate", tool));
+    if (!spawner) {
+      return Promise.reject(new WardenError("capability_denied", `ctx.spawn is not available in this host`));
+    }
+    return spawner.spawn(
+      `tool "${tool.name}"`,
+      tool.capabilities.spawn,
+      this.fs,
+      argv,
+      options,
+      this.signal,
+      this.#parts.deadline,
+    );
+  }
 }
 
 const BUILDERS: { [R in RiskClass]: (parts: ContextParts) => ContextByRisk[R] } = {
-  read: (parts) => new ReadCallContext(parts),
-  // gate and external-side-effect add spawn, write and fetch in their own issue;
-  // until then they receive exactly the read capabilities.
-  gate: (parts) => new ReadCallContext(parts),
-  "external-side-effect": (parts) => new ReadCallContext(parts),
+  read: (parts) => new CallContext(parts),
+  gate: (parts) => new CallContext(parts),
+  "external-side-effect": (parts) => new CallContext(parts),
 };
 
 /** The context for a tool of class `risk`. */

@@ -20,7 +20,11 @@ export type ErrorCode =
   | "invalid_signature"
   | "invalid_trust_store"
   | "invalid_manifest"
-  | "plugin_failed";
+  | "plugin_failed"
+  | "capability_denied"
+  | "policy_denied"
+  | "risk_class_disabled"
+  | "ledger_failed";
 
 /** An error whose message is meant for the person or agent that caused it. */
 export class WardenError extends Error {

@@ -4,6 +4,7 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { messageOf, problem, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
+import { PROGRAM_NAME } from "./spawn.ts";
 import { isTool, RISK_CLASSES, type Tool, TOOL_NAME_PATTERN } from "./tool.ts";
 
 /** A JSON Schema object, as published in the catalog. */
@@ -58,6 +59,38 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
   }
   if (typeof tool.handler !== "function") {
     problems.push(problem(file, "handler is not a function", "add handler(args, ctx)"));
+  }
+  const caps = tool.capabilities ?? {};
+  if ((caps.spawn?.length ?? 0) > 0 && tool.risk !== "gate") {
+    problems.push(
+      problem(
+        file,
+        `capability spawn needs risk class "gate", the tool is "${tool.risk}"`,
+        'declare risk: "gate" or drop spawn',
+      ),
+    );
+  }
+  for (const name of caps.spawn ?? []) {
+    if (!PROGRAM_NAME.test(name)) {
+      problems.push(
+        problem(
+          file,
+          `spawn allowlist entry ${JSON.stringify(name)} is not a program name`,
+          "name programs (e.g. git), never paths",
+        ),
+      );
+    }
+  }
+  for (const key of ["writeRoots", "netHosts"] as const) {
+    if ((caps[key]?.length ?? 0) > 0 && tool.risk !== "external-side-effect") {
+      problems.push(
+        problem(
+          file,
+          `capability ${key} needs risk class "external-side-effect", the tool is "${tool.risk}"`,
+          "raise the class or drop it",
+        ),
+      );
+    }
   }
   if (tool.input?.type !== "strict_object") {
     problems.push(problem(file, "input is not a valibot strictObject", "declare input as v.strictObject({ ... })"));

@@ -10,6 +10,7 @@ import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
+import { Spawner } from "./spawn.ts";
 import { DENO_RUN_FLAGS, initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 
@@ -65,6 +66,7 @@ function hostFacts(
   fs: RootFs,
   transport: HostFacts["transport"],
   extensions: HostFacts["extensions"],
+  spawner: Spawner,
 ): HostFacts {
   const { runtime } = platform();
   return Object.freeze({
@@ -77,6 +79,8 @@ function hostFacts(
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
     extensions,
+    programs: Object.freeze(Object.fromEntries([...spawner.programs()].map(([name, found]) => [name, found !== null]))),
+    gateIsolation: () => spawner.isolation(),
   });
 }
 
@@ -130,6 +134,8 @@ async function main(argv: readonly string[]): Promise<number> {
     )
     : { records: [], entries: [], stop: () => Promise.resolve() };
   const catalog = await buildCatalog([...builtins, ...plugins.entries]);
+  const spawner = new Spawner();
+  await spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn));
 
   if (command === "serve") {
     if (args.length > 0) {
@@ -142,13 +148,14 @@ async function main(argv: readonly string[]): Promise<number> {
         `Cannot load the MCP server module (${messageOf(error).split("\n")[0]}); run "npm install" first`,
       );
     });
-    const facts = hostFacts(catalog, fs, "stdio", plugins.records);
+    const facts = hostFacts(catalog, fs, "stdio", plugins.records, spawner);
     await serve({
       name: pkg.name,
       version: pkg.version,
       catalog,
       fs,
       callTimeoutMs: config.callTimeoutMs,
+      spawner,
       host: facts,
       shutdown: plugins.stop,
     });
@@ -175,8 +182,9 @@ async function main(argv: readonly string[]): Promise<number> {
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli", plugins.records),
+    host: hostFacts(catalog, fs, "cli", plugins.records, spawner),
     callTimeoutMs: config.callTimeoutMs,
+    spawner,
     goldenUrl: new URL("schema/catalog.json", appRoot),
   };
   try {

@@ -119,6 +119,19 @@ export async function openRoots(specs: readonly RootSpec[]): Promise<RootFs> {
   return new ConfinedFs(roots);
 }
 
+/**
+ * The host side of each door: resolving a directory to its real path, for the
+ * host's own use (a spawned program's working directory). Never given to tools.
+ */
+const directories = new WeakMap<RootFs, (root: string, dir: string) => Promise<string>>();
+
+/** The real path of directory `dir` in `root`, after every check ctx.fs makes; for the host only. */
+export async function realDirectory(fs: RootFs, root: string, dir: string): Promise<string> {
+  const resolve = directories.get(fs);
+  if (!resolve) throw new Error("realDirectory needs a RootFs made by openRoots or restrictRoots");
+  return await resolve(root, dir);
+}
+
 class ConfinedFs implements RootFs {
   readonly rootIds: readonly string[];
   readonly #roots: ReadonlyMap<string, OpenRoot>;
@@ -126,6 +139,16 @@ class ConfinedFs implements RootFs {
   constructor(roots: ReadonlyMap<string, OpenRoot>) {
     this.#roots = roots;
     this.rootIds = Object.freeze([...roots.keys()]);
+    directories.set(this, async (root, dir) => {
+      const target = await this.#resolve(root, dir);
+      if (!(await platform().fs.stat(target.real)).isDirectory) {
+        throw new WardenError(
+          "not_found",
+          problem(`Not a directory in root "${target.root.id}"`, received(target.display)),
+        );
+      }
+      return target.real;
+    });
   }
 
   #root(id: string): OpenRoot {
@@ -333,7 +356,7 @@ export function restrictRoots(fs: RootFs, allowed: readonly string[], who: strin
     }
     return root;
   };
-  return Object.freeze(
+  const narrowed: RootFs = Object.freeze(
     {
       rootIds,
       readText: (root, file, options) => Promise.resolve().then(() => fs.readText(check(root), file, options)),
@@ -343,4 +366,6 @@ export function restrictRoots(fs: RootFs, allowed: readonly string[], who: strin
       glob: (root, patterns, options) => Promise.resolve().then(() => fs.glob(check(root), patterns, options)),
     } satisfies RootFs,
   );
+  directories.set(narrowed, (root, dir) => realDirectory(fs, check(root), dir));
+  return narrowed;
 }

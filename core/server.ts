@@ -7,6 +7,7 @@ import type { Catalog } from "./catalog.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
+import type { Spawner } from "./spawn.ts";
 import { StdioTransport } from "./stdio.ts";
 import type { ClientLogLevel, HostFacts } from "./tool.ts";
 
@@ -29,6 +30,7 @@ export interface ServeOptions {
   readonly catalog: Catalog;
   readonly fs: RootFs;
   readonly callTimeoutMs: number;
+  readonly spawner: Spawner;
   /** Host facts without the protocol version, which initialize decides. */
   readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
   /** Stops what the server started (plugin children) before the process ends. */
@@ -115,6 +117,7 @@ export async function serve(options: ServeOptions): Promise<void> {
           fs: options.fs,
           host,
           timeoutMs: options.callTimeoutMs,
+          spawner: options.spawner,
           signal: extra.signal,
           sendProgress: validToken
             ? (progress, total, message) =>

@@ -3,6 +3,7 @@
 import type * as v from "valibot";
 import type { PluginRecord } from "./plugins/discover.ts";
 import type { RootFs } from "./roots.ts";
+import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./spawn.ts";
 
 /** What a tool may touch. Higher classes add capabilities to the context. */
 export type RiskClass = "read" | "gate" | "external-side-effect";
@@ -36,6 +37,10 @@ export interface HostFacts {
   readonly rootIds: readonly string[];
   /** Every plugin directory and what the host decided about it, sorted by id. */
   readonly extensions: readonly PluginRecord[];
+  /** Programs gate tools declared, and whether each was found at startup. */
+  readonly programs: Readonly<Record<string, boolean>>;
+  /** What confines spawned programs here (probed once, on first ask). */
+  gateIsolation(): Promise<SpawnIsolation>;
 }
 
 /** What every tool gets, whatever its class. */
@@ -57,11 +62,27 @@ export interface ReadContext extends BaseContext {
   readonly fs: RootFs;
 }
 
-/** The context each class receives; `gate` and `external-side-effect` grow in later work. */
+/** `gate`: read, plus the programs on the tool's allowlist, confined (see core/spawn.ts). */
+export interface GateContext extends ReadContext {
+  spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
+}
+
+/** The context each class receives. */
 export interface ContextByRisk {
   read: ReadContext;
-  gate: ReadContext;
+  gate: GateContext;
   "external-side-effect": ReadContext;
+}
+
+/**
+ * What a tool may reach beyond reading roots, declared in its file and
+ * published nowhere but checked at every use: `spawn` (gate) names programs,
+ * `writeRoots` and `netHosts` (external-side-effect) name roots and origins.
+ */
+export interface ToolCapabilities {
+  readonly spawn?: readonly string[];
+  readonly writeRoots?: readonly string[];
+  readonly netHosts?: readonly string[];
 }
 
 /** Any tool context. */
@@ -89,6 +110,7 @@ export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends 
   readonly risk: R;
   readonly input: I;
   readonly output?: O;
+  readonly capabilities?: ToolCapabilities;
   readonly handler: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
 }
 
@@ -103,6 +125,7 @@ export interface Tool {
   readonly risk: RiskClass;
   readonly input: InputSchema;
   readonly output?: OutputSchema;
+  readonly capabilities?: ToolCapabilities;
   // The handler's argument types are erased here; the host validates
   // arguments against `input` before it calls, which restores them.
   readonly handler: (args: never, ctx: never) => unknown;

@@ -13,7 +13,7 @@ export const tool = defineTool({
   name: "host_context",
   title: "Host context",
   description:
-    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class and the ids of the roots tools can read. Call it first to learn which roots exist.",
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, and what confines the programs gate tools run (never claiming more than is in force). Call it first to learn which roots exist.",
   risk: "read",
   input: v.strictObject({}),
   output: v.object({
@@ -24,9 +24,14 @@ export const tool = defineTool({
     catalogDigest: v.string(),
     toolsByRisk: RiskCounts,
     roots: v.array(v.string()),
+    gate: v.object({
+      isolation: v.object({ kind: v.string(), network: v.string(), writes: v.string(), detail: v.string() }),
+      programs: v.record(v.string(), v.picklist(["found", "missing"])),
+    }),
   }),
-  handler: (_args, ctx) => {
+  handler: async (_args, ctx) => {
     const { host } = ctx;
+    const isolation = await host.gateIsolation();
     return {
       server: { name: host.name, version: host.version },
       runtime: { name: host.runtime.name, version: host.runtime.version },
@@ -35,6 +40,12 @@ export const tool = defineTool({
       catalogDigest: host.catalogDigest,
       toolsByRisk: { ...host.toolsByRisk },
       roots: [...host.rootIds],
+      gate: {
+        isolation: { ...isolation },
+        programs: Object.fromEntries(
+          Object.entries(host.programs).map(([name, found]) => [name, found ? "found" : "missing"] as const),
+        ),
+      },
     };
   },
 });

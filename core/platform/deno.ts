@@ -68,8 +68,10 @@ interface DenoNamespace {
   readTextFile(path: string): Promise<string>;
   writeFile(path: string, data: Uint8Array, options: { createNew: boolean }): Promise<void>;
   mkdir(path: string, options: { recursive: boolean }): Promise<void>;
+  makeTempDir(options: { prefix: string }): Promise<string>;
+  resolveDns(host: string, type: "A" | "AAAA"): Promise<string[]>;
   rename(from: string, to: string): Promise<void>;
-  remove(path: string): Promise<void>;
+  remove(path: string, options?: { recursive: boolean }): Promise<void>;
   errors: Record<string, new (...args: never[]) => Error>;
   Command: new (command: string, options: DenoCommandOptions) => { spawn(): DenoChildProcess };
   kill(pid: number, signal: string): void;
@@ -323,6 +325,11 @@ export function denoPlatform(): Platform {
           }
         }),
       mkdir: (p: string) => withCode(() => Deno.mkdir(p, { recursive: true })),
+      makeTempDir: (prefix: string) => withCode(() => Deno.makeTempDir({ prefix })),
+      removeTree: (p: string) =>
+        withCode(() => Deno.remove(p, { recursive: true })).catch((error) => {
+          if ((error as { code?: string }).code !== "ENOENT") throw error;
+        }),
       remove: (p: string) =>
         withCode(() => Deno.remove(p)).catch((error) => {
           if ((error as { code?: string }).code !== "ENOENT") throw error;
@@ -330,6 +337,14 @@ export function denoPlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable: () => Deno.execPath(),
+    async resolveHost(host: string) {
+      const found = await Promise.all(
+        (["A", "AAAA"] as const).map((type) => Deno.resolveDns(host, type).catch(() => [])),
+      );
+      const addresses = found.flat();
+      if (addresses.length === 0) throw Object.assign(new Error(`${host} does not resolve`), { code: "ENOTFOUND" });
+      return addresses;
+    },
     unrefTimer(timer: unknown) {
       // Deno 2 returns node-style Timeout objects from setTimeout; older versions return ids.
       const unref = (timer as { unref?: () => void } | null)?.unref;

@@ -31,6 +31,11 @@ export const DENO_RUN_FLAGS: readonly string[] = Object.freeze([
   "--allow-read",
   "--allow-env",
   "--allow-sys",
-  // Plugins run in deno children; the host spawns them and kills their process groups.
+  // Plugins run in deno children, gate tools run their programs: the host
+  // spawns them and kills their process groups. Gate calls get a scratch
+  // directory; external-side-effect tools write under roots and fetch. Deno
+  // grants the host these doors; warden's own checks decide what each tool gets.
   "--allow-run",
+  "--allow-write",
+  "--allow-net",
 ]);

@@ -1,7 +1,21 @@
 // The node adapter of Platform.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { constants, existsSync } from "node:fs";
-import { lstat, mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from "node:fs/promises";
+import { lookup } from "node:dns/promises";
+import { tmpdir } from "node:os";
+import {
+  lstat,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import process from "node:process";
@@ -270,9 +284,14 @@ export function nodePlatform(): Platform {
       async remove(p: string) {
         await rm(p, { force: true });
       },
+      makeTempDir: (prefix: string) => mkdtemp(path.join(tmpdir(), prefix)),
+      async removeTree(p: string) {
+        await rm(p, { recursive: true, force: true });
+      },
     }),
     spawnProcess,
     denoExecutable,
+    resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     unrefTimer(timer: unknown) {
       (timer as { unref?: () => void } | null)?.unref?.();
     },

@@ -53,6 +53,10 @@ export interface PlatformFs {
   mkdir(path: string): Promise<void>;
   /** Removes a file; a missing one is fine. */
   remove(path: string): Promise<void>;
+  /** A new, empty, private directory under the OS temp directory. */
+  makeTempDir(prefix: string): Promise<string>;
+  /** Removes a directory and everything under it; a missing one is fine. */
+  removeTree(path: string): Promise<void>;
 }
 
 /** How `spawnProcess` starts a child. */
@@ -137,6 +141,8 @@ export interface Platform {
    * `npm install` when it is missing.
    */
   denoExecutable(): string;
+  /** Every address `host` resolves to (A and AAAA), as text. */
+  resolveHost(host: string): Promise<string[]>;
   /** Keeps `timer` (a `setTimeout` handle) from holding this process alive. */
   unrefTimer(timer: unknown): void;
 }

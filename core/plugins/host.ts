@@ -42,6 +42,11 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
       { id: manifest.id, version: manifest.version, manifestDigest: record.manifestDigest! },
     ),
     risk: manifest.risk,
+    capabilities: {
+      spawn: [...(manifest.capabilities.argv ?? [])],
+      writeRoots: [...(manifest.capabilities.writeRoots ?? [])],
+      netHosts: [...(manifest.capabilities.netHosts ?? [])],
+    },
     validateInput: jsonValidator(tool.inputSchema),
     ...(tool.outputSchema ? { validateOutput: jsonValidator(tool.outputSchema) } : {}),
     invoke: (args: unknown, ctx: ToolContext) =>

@@ -19,7 +19,15 @@ const peerSources = fileURLToPath(new URL("./peers/", import.meta.url));
 /** The protocol version every contender is initialized with. */
 export const PROTOCOL_VERSION = "2025-11-25";
 /** As core/platform/mod.ts DENO_RUN_FLAGS and the README's deno command line (--allow-run: plugin children). */
-const WARDEN_DENO_FLAGS = ["--no-prompt", "--allow-read", "--allow-env", "--allow-sys", "--allow-run"];
+const WARDEN_DENO_FLAGS = [
+  "--no-prompt",
+  "--allow-read",
+  "--allow-env",
+  "--allow-sys",
+  "--allow-run",
+  "--allow-write",
+  "--allow-net",
+];
 
 // ---------------------------------------------------------------------------
 // Command line

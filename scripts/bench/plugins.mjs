@@ -1,20 +1,21 @@
 // What signed plugins cost. (1) Cold start to the initialize response with
 // an empty plugins directory against 100 verified (signed, trusted, pinned)
-// plugins, all four servers (node and deno, 0 and 100) alternating
-// round-robin. (2) Plugin calls against the same tool built in: the first
-// call of a plugin tool in a fresh server (it spawns the plugin's sandboxed
-// deno child), and warm tools/call round trips of `p000_echo` against the
-// test fixture `fixture_echo` in one server, in alternating blocks.
+// plugins, and against one (the fixed cost of the plugin host), all servers
+// (node and deno; 0, 1 and 100) alternating round-robin. (2) Plugin calls
+// against the same tool built in: the first call of a plugin tool in a fresh
+// server (it spawns the plugin's sandboxed deno child), and warm tools/call
+// round trips of `p000_echo` against the test fixture `fixture_echo` in one
+// server, in alternating blocks.
 //
 // The 100 plugins are generated once into .bench/plugins100/ and pinned in
 // .bench/plugins100.lock.json, signed with the test key of
 // test/fixtures/trust/ (which only test/fixtures/trust/allowed_signers trusts).
 //
 //   node scripts/bench/plugins.mjs [--runs 15] [--first-calls 7] [--calls 2000] [--warmup 200] [--blocks 20]
-//                                  [--runtime node|deno|both]
+//                                  [--runtime node|deno|both] [--startup-only]
 import { createHash } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import {
@@ -54,6 +55,8 @@ const allowedSigners = path.join(trustDir, "allowed_signers");
 const pluginsDir = path.join(benchDir, "plugins100");
 const lockFile = path.join(benchDir, "plugins100.lock.json");
 const emptyPluginsDir = path.join(benchDir, "plugins0");
+/** p000 alone: splits the startup cost into the plugin host's fixed share and a per-plugin share. */
+const onePluginDir = path.join(benchDir, "plugins1");
 
 const flags = parseFlags(process.argv.slice(2), {
   runs: 15,
@@ -62,10 +65,13 @@ const flags = parseFlags(process.argv.slice(2), {
   warmup: 200,
   blocks: 20,
   runtime: "both",
+  startupOnly: false,
 });
 const runtimes = runtimesOf(flags.runtime);
+/** The runtimes of part 2 (calls); none with --startup-only. */
+const callRuntimes = flags.startupOnly ? [] : runtimes;
 const perBlock = Math.ceil(flags.calls / flags.blocks);
-ensureBuilt({ tests: runtimes.includes("node") });
+ensureBuilt({ tests: callRuntimes.includes("node") });
 
 const fixtureTools = {
   node: path.join(repoRoot, "dist/test/fixtures/tools"),
@@ -202,9 +208,11 @@ function verifyPlugins() {
 
 generatePlugins();
 verifyPlugins();
+rmSync(onePluginDir, { recursive: true, force: true });
+cpSync(path.join(pluginsDir, "p000"), path.join(onePluginDir, "p000"), { recursive: true });
 
 // ---------------------------------------------------------------------------
-// 1. Cold start: 0 against 100 plugins
+// 1. Cold start: 0 against 100 plugins (and 1, to tell fixed from per-plugin cost)
 
 function wardenOn(runtime, name, env) {
   const [warden] = contendersFor(runtime, { wardenEnv: env, peers: [] });
@@ -224,6 +232,7 @@ async function coldStart(contender) {
 
 const starters = runtimes.flatMap((runtime) => [
   { ...wardenOn(runtime, "0 plugins", pluginEnv(emptyPluginsDir)), plugins: 0 },
+  { ...wardenOn(runtime, "1 plugin", pluginEnv(onePluginDir)), plugins: 1 },
   { ...wardenOn(runtime, "100 plugins", pluginEnv(pluginsDir)), plugins: PLUGIN_COUNT },
 ]);
 note(`plugins: startup: warm-up start of ${starters.length} servers ...`);
@@ -240,7 +249,7 @@ for (let round = 0; round < flags.runs; round++) {
 const BUILTIN = { name: "fixture_echo", arguments: { text: "hi" } };
 const PLUGIN = { name: "p000_echo", arguments: { text: "hi" } };
 const callers = Object.fromEntries(
-  runtimes.map((runtime) => [
+  callRuntimes.map((runtime) => [
     runtime,
     wardenOn(runtime, "100 plugins + fixtures", { ...pluginEnv(pluginsDir), WARDEN_TOOLS_DIR: fixtureTools[runtime] }),
   ]),
@@ -269,14 +278,14 @@ async function firstCalls(contender) {
   }
 }
 
-const firstCallers = runtimes.map((runtime) => callers[runtime]);
-note("plugins: first calls: warm-up server each (fills the plugin child's DENO_DIR) ...");
+const firstCallers = callRuntimes.map((runtime) => callers[runtime]);
+if (firstCallers.length > 0) note("plugins: first calls: warm-up server each (fills the plugin child's DENO_DIR) ...");
 for (const contender of firstCallers) await firstCalls(contender);
 const firstSamples = new Map(firstCallers.map((c) => [c, []]));
 for (let round = 0; round < flags.firstCalls; round++) {
   for (const contender of rotate(firstCallers, round)) firstSamples.get(contender).push(await firstCalls(contender));
 }
-note(`plugins: first calls: ${flags.firstCalls} fresh servers per runtime done`);
+if (firstCallers.length > 0) note(`plugins: first calls: ${flags.firstCalls} fresh servers per runtime done`);
 
 /** The names in tools/list (one page: warden's catalog is never paginated). */
 async function toolNames(server) {
@@ -286,7 +295,7 @@ async function toolNames(server) {
 }
 
 const warm = [];
-for (const runtime of runtimes) {
+for (const runtime of callRuntimes) {
   note(`plugins: warm round trips: ${runtime} ...`);
   const server = await startInitialized(callers[runtime]);
   try {
@@ -319,7 +328,7 @@ const verdicts = [];
 print("## Plugins: startup and call latency");
 print();
 print(
-  `warden with ${PLUGIN_COUNT} verified plugins (signed with the test key, trusted by test/fixtures/trust/allowed_signers, pinned; one \`echo\` tool each) against warden with an empty plugins directory, and a plugin tool against the same tool built in. node runs dist/core/main.js, deno runs core/main.ts from source; plugin tools run in a sandboxed deno child either way.`,
+  `warden with ${PLUGIN_COUNT} verified plugins (signed with the test key, trusted by test/fixtures/trust/allowed_signers, pinned; one \`echo\` tool each) against warden with an empty plugins directory (and with one of them, \`p000\`), and a plugin tool against the same tool built in. node runs dist/core/main.js, deno runs core/main.ts from source; plugin tools run in a sandboxed deno child either way.`,
 );
 print();
 for (const line of environmentLines(runtimes)) print(line);
@@ -333,9 +342,9 @@ print(
 print();
 const startRows = [];
 for (const runtime of runtimes) {
-  const [none, full] = starters.filter((c) => c.runtime === runtime);
+  const [none, one, full] = starters.filter((c) => c.runtime === runtime);
   const base = median(startSamples.get(none));
-  for (const c of [none, full]) {
+  for (const c of [none, one, full]) {
     const s = startSamples.get(c);
     startRows.push([
       runtime,
@@ -349,9 +358,11 @@ for (const runtime of runtimes) {
     ]);
   }
   const added = median(startSamples.get(full)) - base;
+  const fixedShare = median(startSamples.get(one)) - base;
+  const perPlugin = (median(startSamples.get(full)) - median(startSamples.get(one))) / (PLUGIN_COUNT - 1);
   const line = `- startup, ${runtime}: ${PLUGIN_COUNT} plugins add ${fixed(added)} ms at the median (${
     ratio(median(startSamples.get(full)), base)
-  } of 0 plugins)`;
+  } of 0 plugins; the first plugin ${fixed(fixedShare)} ms, each further one ${fixed(perPlugin, 2)} ms)`;
   verdicts.push(
     runtime === "node"
       ? `${line}, target ≤ ${STARTUP_TARGET_MS} ms: **${added <= STARTUP_TARGET_MS ? "met" : "NOT met"}**`
@@ -365,91 +376,93 @@ print(
   ),
 );
 
-print();
-print("### First call in a fresh server");
-print();
-print(
-  `${flags.firstCalls} fresh servers per runtime (runtimes alternating), after one unmeasured server each. In each: initialize, then the first \`${BUILTIN.name}\` call, the first \`${PLUGIN.name}\` call (which spawns the plugin's deno child) and a second \`${PLUGIN.name}\` call. ms from request to response; medians over the servers; "added" is the median of each server's first plugin call less its first built-in call.`,
-);
-print();
-const firstRows = [];
-for (const contender of firstCallers) {
-  const s = firstSamples.get(contender);
-  const col = (key) => s.map((r) => ms(r[key]));
-  const added = median(s.map((r) => ms(r.plugin - r.builtin)));
-  firstRows.push([
-    contender.runtime,
-    fixed(median(col("builtin")), 2),
-    fixed(median(col("plugin")), 1),
-    `${fixed(quantile(col("plugin"), 0.1), 1)}–${fixed(quantile(col("plugin"), 0.9), 1)}`,
-    fixed(median(col("second")), 2),
-    signed(added),
-  ]);
-  verdicts.push(
-    `- first plugin call, ${contender.runtime}: ${fixed(added)} ms more than the first built-in call (no target)`,
+if (!flags.startupOnly) {
+  print();
+  print("### First call in a fresh server");
+  print();
+  print(
+    `${flags.firstCalls} fresh servers per runtime (runtimes alternating), after one unmeasured server each. In each: initialize, then the first \`${BUILTIN.name}\` call, the first \`${PLUGIN.name}\` call (which spawns the plugin's deno child) and a second \`${PLUGIN.name}\` call. ms from request to response; medians over the servers; "added" is the median of each server's first plugin call less its first built-in call.`,
   );
-}
-print(
-  markdownTable(
-    [
-      "runtime",
-      `>first ${BUILTIN.name} ms`,
-      `>first ${PLUGIN.name} ms`,
-      ">p10–p90 ms",
-      `>second ${PLUGIN.name} ms`,
-      ">added ms",
-    ],
-    firstRows,
-  ),
-);
-
-print();
-print("### Warm tools/call round trip");
-print();
-print(
-  `One server per runtime serving ${PLUGIN_COUNT} plugins and the test fixture tools: ${flags.warmup} warm-up calls per tool, then ${flags.blocks} alternating blocks of ${perBlock} sequential calls per tool. µs from writing the request to reading its response line; "median" and "mean" are the medians over blocks of each block's median and mean.`,
-);
-print();
-const warmRows = [];
-for (const { runtime, tools, blocks } of warm) {
-  const stats = new Map(tools.map((t) => {
-    const all = blocks.get(t).flat();
-    return [t, {
-      median: median(blocks.get(t).map(median)),
-      mean: median(blocks.get(t).map(mean)),
-      p10: quantile(all, 0.1),
-      p90: quantile(all, 0.9),
-      p99: quantile(all, 0.99),
-    }];
-  }));
-  const base = stats.get(BUILTIN);
-  for (const t of tools) {
-    const st = stats.get(t);
-    warmRows.push([
-      runtime,
-      t.name,
-      fixed(st.median, 0),
-      fixed(st.mean, 0),
-      fixed(st.p10, 0),
-      fixed(st.p90, 0),
-      fixed(st.p99, 0),
-      t === BUILTIN ? "" : signed(st.median - base.median, 0),
-      ratio(st.median, base.median),
+  print();
+  const firstRows = [];
+  for (const contender of firstCallers) {
+    const s = firstSamples.get(contender);
+    const col = (key) => s.map((r) => ms(r[key]));
+    const added = median(s.map((r) => ms(r.plugin - r.builtin)));
+    firstRows.push([
+      contender.runtime,
+      fixed(median(col("builtin")), 2),
+      fixed(median(col("plugin")), 1),
+      `${fixed(quantile(col("plugin"), 0.1), 1)}–${fixed(quantile(col("plugin"), 0.9), 1)}`,
+      fixed(median(col("second")), 2),
+      signed(added),
     ]);
+    verdicts.push(
+      `- first plugin call, ${contender.runtime}: ${fixed(added)} ms more than the first built-in call (no target)`,
+    );
   }
-  const added = stats.get(PLUGIN).median - base.median;
-  verdicts.push(
-    `- warm call, ${runtime}: ${PLUGIN.name} adds ${fixed(added, 0)} µs to ${BUILTIN.name} at the median (${
-      ratio(stats.get(PLUGIN).median, base.median)
-    }), target ≤ ${WARM_TARGET_US} µs: **${added <= WARM_TARGET_US ? "met" : "NOT met"}**`,
+  print(
+    markdownTable(
+      [
+        "runtime",
+        `>first ${BUILTIN.name} ms`,
+        `>first ${PLUGIN.name} ms`,
+        ">p10–p90 ms",
+        `>second ${PLUGIN.name} ms`,
+        ">added ms",
+      ],
+      firstRows,
+    ),
+  );
+
+  print();
+  print("### Warm tools/call round trip");
+  print();
+  print(
+    `One server per runtime serving ${PLUGIN_COUNT} plugins and the test fixture tools: ${flags.warmup} warm-up calls per tool, then ${flags.blocks} alternating blocks of ${perBlock} sequential calls per tool. µs from writing the request to reading its response line; "median" and "mean" are the medians over blocks of each block's median and mean.`,
+  );
+  print();
+  const warmRows = [];
+  for (const { runtime, tools, blocks } of warm) {
+    const stats = new Map(tools.map((t) => {
+      const all = blocks.get(t).flat();
+      return [t, {
+        median: median(blocks.get(t).map(median)),
+        mean: median(blocks.get(t).map(mean)),
+        p10: quantile(all, 0.1),
+        p90: quantile(all, 0.9),
+        p99: quantile(all, 0.99),
+      }];
+    }));
+    const base = stats.get(BUILTIN);
+    for (const t of tools) {
+      const st = stats.get(t);
+      warmRows.push([
+        runtime,
+        t.name,
+        fixed(st.median, 0),
+        fixed(st.mean, 0),
+        fixed(st.p10, 0),
+        fixed(st.p90, 0),
+        fixed(st.p99, 0),
+        t === BUILTIN ? "" : signed(st.median - base.median, 0),
+        ratio(st.median, base.median),
+      ]);
+    }
+    const added = stats.get(PLUGIN).median - base.median;
+    verdicts.push(
+      `- warm call, ${runtime}: ${PLUGIN.name} adds ${fixed(added, 0)} µs to ${BUILTIN.name} at the median (${
+        ratio(stats.get(PLUGIN).median, base.median)
+      }), target ≤ ${WARM_TARGET_US} µs: **${added <= WARM_TARGET_US ? "met" : "NOT met"}**`,
+    );
+  }
+  print(
+    markdownTable(
+      ["runtime", "tool", ">median µs", ">mean µs", ">p10 µs", ">p90 µs", ">p99 µs", ">added µs", ">vs built-in"],
+      warmRows,
+    ),
   );
 }
-print(
-  markdownTable(
-    ["runtime", "tool", ">median µs", ">mean µs", ">p10 µs", ">p90 µs", ">p99 µs", ">added µs", ">vs built-in"],
-    warmRows,
-  ),
-);
 
 print();
 print("### Verdict");

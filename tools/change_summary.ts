@@ -1,0 +1,193 @@
+// change_summary (gate): what changed in a root's git working tree, against
+// HEAD or a base ref: files modified, added, deleted, renamed and untracked,
+// with insertions and deletions.
+import * as v from "valibot";
+import { problem, WardenError } from "../core/errors.ts";
+import type { SpawnResult } from "../core/spawn.ts";
+import { defineTool, type GateContext } from "../core/tool.ts";
+
+/** The empty tree: what a repository without commits is compared to. */
+const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/**
+ * git reads the repository's own config, which can name programs to run
+ * (fsmonitor, external diff, textconv); these switches keep git to itself.
+ */
+const HERMETIC = ["-c", "core.fsmonitor=false", "-c", "core.quotepath=off", "-c", "color.ui=never"];
+
+const FileChange = v.object({
+  path: v.string(),
+  status: v.picklist(["modified", "added", "deleted", "renamed", "copied", "type-changed", "unmerged", "untracked"]),
+  oldPath: v.optional(v.string()),
+  insertions: v.nullable(v.number()),
+  deletions: v.nullable(v.number()),
+  binary: v.boolean(),
+});
+type FileChange = v.InferOutput<typeof FileChange>;
+
+async function git(ctx: GateContext, root: string, args: string[]): Promise<SpawnResult> {
+  return await ctx.spawn(["git", ...HERMETIC, ...args], {
+    root,
+    env: { GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1" },
+    maxOutputBytes: 8 * 1024 * 1024,
+  });
+}
+
+function firstLine(text: string): string {
+  return text.trim().split("\n")[0] ?? "";
+}
+
+const STATUS: Record<string, FileChange["status"]> = {
+  M: "modified",
+  A: "added",
+  D: "deleted",
+  R: "renamed",
+  C: "copied",
+  T: "type-changed",
+  U: "unmerged",
+};
+
+/**
+ * Risk class `gate`: it runs `git` (its only allowlisted program) in a root,
+ * read-only, without network where the host can prevent it, and reads nothing else.
+ */
+export const tool = defineTool({
+  name: "change_summary",
+  title: "Change summary",
+  description:
+    "Summarises the changes in a root's git working tree against HEAD (or a base ref such as main or a commit): modified, added, deleted, renamed and untracked files with insertions and deletions, and totals. Answers: what am I about to ship?",
+  risk: "gate",
+  capabilities: { spawn: ["git"] },
+  input: v.strictObject({
+    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    base: v.optional(v.pipe(
+      v.string(),
+      v.regex(/^[^-\s][^\s]*$/, "a ref name or commit, not an option"),
+      v.maxLength(256),
+      v.description("Compare with this ref or commit instead of HEAD, e.g. main or origin/main."),
+    )),
+  }),
+  output: v.object({
+    root: v.string(),
+    base: v.string(),
+    head: v.nullable(v.string()),
+    files: v.array(FileChange),
+    totals: v.object({
+      files: v.number(),
+      modified: v.number(),
+      added: v.number(),
+      deleted: v.number(),
+      renamed: v.number(),
+      untracked: v.number(),
+      insertions: v.number(),
+      deletions: v.number(),
+    }),
+    truncated: v.boolean(),
+  }),
+  handler: async (args, ctx) => {
+    const root = args.root ?? ctx.fs.rootIds[0];
+    const inside = await git(ctx, root, ["rev-parse", "--is-inside-work-tree", "--show-prefix"]);
+    if (inside.exitCode !== 0) {
+      throw new WardenError(
+        "not_found",
+        problem(`Root "${root}" is not a git working tree`, `git says: ${firstLine(inside.stderr)}`),
+      );
+    }
+    const head = await git(ctx, root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]);
+    const headId = head.exitCode === 0 ? head.stdout.trim() : null;
+    let base = headId ?? EMPTY_TREE;
+    if (args.base !== undefined) {
+      const found = await git(ctx, root, [
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        `${args.base}^{commit}`,
+      ]);
+      if (found.exitCode !== 0) {
+        throw new WardenError(
+          "not_found",
+          problem(
+            `Base ref "${args.base}" does not exist in root "${root}"`,
+            "pass a branch, tag or commit that git log knows",
+          ),
+        );
+      }
+      base = found.stdout.trim();
+    }
+    // Paths come relative to the root (`--relative`), and only from under it (`-- .`).
+    const [numstat, names, status] = await Promise.all([
+      git(ctx, root, [
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--relative",
+        "--numstat",
+        "-z",
+        "-M",
+        base,
+        "--",
+        ".",
+      ]),
+      git(ctx, root, ["diff", "--no-ext-diff", "--relative", "--name-status", "-z", "-M", base, "--", "."]),
+      git(ctx, root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."]),
+    ]);
+    for (const result of [numstat, names, status]) {
+      if (result.exitCode !== 0) throw new WardenError("tool_failed", problem("git failed", firstLine(result.stderr)));
+    }
+
+    const files = new Map<string, FileChange>();
+    const fields = names.stdout.split("\0");
+    for (let i = 0; i < fields.length - 1;) {
+      const code = fields[i++];
+      const kind = STATUS[code[0]] ?? "modified";
+      if (kind === "renamed" || kind === "copied") {
+        const oldPath = fields[i++];
+        const path = fields[i++];
+        files.set(path, { path, status: kind, oldPath, insertions: 0, deletions: 0, binary: false });
+      } else {
+        const path = fields[i++];
+        files.set(path, { path, status: kind, insertions: 0, deletions: 0, binary: false });
+      }
+    }
+    const counts = numstat.stdout.split("\0");
+    for (let i = 0; i < counts.length - 1;) {
+      const [added, deleted, path] = counts[i++].split("\t");
+      // A rename has an empty path here, then the old and the new path.
+      const target = path === "" ? (i += 2, counts[i - 1]) : path;
+      const file = files.get(target);
+      if (!file) continue;
+      file.binary = added === "-";
+      file.insertions = file.binary ? null : Number(added);
+      file.deletions = file.binary ? null : Number(deleted);
+    }
+    // The status paths are relative to the repository top; `?? ` entries are the untracked files.
+    const prefix = inside.stdout.split("\n")[1]?.trim() ?? "";
+    for (const entry of status.stdout.split("\0")) {
+      if (!entry.startsWith("?? ")) continue;
+      const full = entry.slice(3);
+      const path = full.startsWith(prefix) ? full.slice(prefix.length) : full;
+      files.set(path, { path, status: "untracked", insertions: null, deletions: null, binary: false });
+    }
+
+    const list = [...files.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+    const count = (status: FileChange["status"]) => list.filter((f) => f.status === status).length;
+    return {
+      root,
+      base: args.base ?? (headId ? "HEAD" : "(no commits)"),
+      head: headId,
+      files: list,
+      totals: {
+        files: list.length,
+        modified: count("modified"),
+        added: count("added"),
+        deleted: count("deleted"),
+        renamed: count("renamed"),
+        untracked: count("untracked"),
+        insertions: list.reduce((n, f) => n + (f.insertions ?? 0), 0),
+        deletions: list.reduce((n, f) => n + (f.deletions ?? 0), 0),
+      },
+      truncated: numstat.stdoutTruncated || names.stdoutTruncated || status.stdoutTruncated,
+    };
+  },
+});
