@@ -13,7 +13,7 @@ export interface CallResult {
   content: { type: "text"; text: string }[];
   structuredContent?: Record<string, unknown>;
   isError?: true;
-  _meta?: { "warden/error_code": ErrorCode };
+  _meta?: { "warden/error_code"?: ErrorCode; "warden/ledger"?: { written: false; error: string } };
 }
 
 /** What the host supplies for one call besides the arguments. */
@@ -23,9 +23,19 @@ export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "dea
   readonly signal?: AbortSignal;
 }
 
-/** An error result: the message as text, the code in `_meta`. */
-export function errorResult(code: ErrorCode, message: string): CallResult {
-  return { content: [{ type: "text", text: message }], isError: true, _meta: { "warden/error_code": code } };
+/**
+ * An error result: the message as text and the code in `_meta`; also as
+ * `structuredContent` when the tool declares no output schema (clients check
+ * structuredContent against a declared schema even on errors, so a tool with
+ * one gets its error as text and `_meta` only).
+ */
+export function errorResult(code: ErrorCode, message: string, tool?: CatalogEntry): CallResult {
+  return {
+    content: [{ type: "text", text: message }],
+    ...(tool && !tool.validateOutput ? { structuredContent: { error_code: code, message } } : {}),
+    isError: true,
+    _meta: { "warden/error_code": code },
+  };
 }
 
 function issuePath(path: readonly (string | number)[]): string {
@@ -128,10 +138,11 @@ function timeoutError(name: string, ms: number): WardenError {
   );
 }
 
-function failure(name: string, error: unknown): CallResult {
-  if (error instanceof WardenError) return errorResult(error.code, error.message);
+function failure(tool: CatalogEntry, error: unknown): CallResult {
+  const name = tool.descriptor.name;
+  if (error instanceof WardenError) return errorResult(error.code, error.message, tool);
   log("error", "tool_failed", { tool: name, error: messageOf(error), stack: (error as Error)?.stack });
-  return errorResult("tool_failed", problem(`Tool "${name}" failed`, messageOf(error)));
+  return errorResult("tool_failed", problem(`Tool "${name}" failed`, messageOf(error)), tool);
 }
 
 /** Runs `tool` with `args`; always resolves, never throws. */
@@ -140,10 +151,10 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   const validated = tool.validateInput(args ?? {});
   if (!validated.ok) {
     const lines = [...new Set(validated.issues.map((issue) => describeIssue(tool, issue)))];
-    return Promise.resolve(errorResult("invalid_arguments", lines.join("\n")));
+    return Promise.resolve(errorResult("invalid_arguments", lines.join("\n"), tool));
   }
   if (options.signal?.aborted) {
-    return Promise.resolve(errorResult("cancelled", `Tool "${name}" was cancelled by the client`));
+    return Promise.resolve(errorResult("cancelled", `Tool "${name}" was cancelled by the client`, tool));
   }
 
   // The tool's signal is made on first use: an AbortController costs node
@@ -164,7 +175,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   try {
     returned = tool.invoke(validated.value, createContext(tool.risk, { ...options, signal, tool: about, deadline }));
   } catch (error) {
-    return Promise.resolve(failure(name, error));
+    return Promise.resolve(failure(tool, error));
   }
   // A synchronous handler is done: no timer, no listener, no promise race.
   if (typeof (returned as PromiseLike<unknown> | null)?.then !== "function") {
@@ -184,7 +195,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       if (done) return;
       abortReason = reason;
       controller?.abort(reason);
-      finish(errorResult(reason.code, reason.message));
+      finish(errorResult(reason.code, reason.message, tool));
     };
     const onClientAbort = () => abort(new WardenError("cancelled", `Tool "${name}" was cancelled by the client`));
     const call: Pending = {
@@ -197,7 +208,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
     (returned as PromiseLike<unknown>).then(
       (value) => finish(shapeOutput(tool, value)),
       (error: unknown) => {
-        if (!done) finish(failure(name, error));
+        if (!done) finish(failure(tool, error));
       },
     );
   });

@@ -1,6 +1,7 @@
 // The shell commands besides serving: list the catalog, call one tool, check
 // or update the golden catalog. None of them loads the MCP SDK.
-import { runTool } from "./call.ts";
+import type { Ledger } from "./ledger.ts";
+import { governedCall, type Policy } from "./policy.ts";
 import { type Catalog, goldenText, summaryLine } from "./catalog.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { unifiedDiff } from "./line_diff.ts";
@@ -16,6 +17,8 @@ export interface CommandEnv {
   readonly host: HostFacts;
   readonly callTimeoutMs: number;
   readonly spawner: Spawner;
+  readonly policy: Policy;
+  readonly ledger: Ledger;
   /** Where the golden catalog lives. */
   readonly goldenUrl: URL;
 }
@@ -122,7 +125,9 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
   }
   const controller = new AbortController();
   const stopListening = platform().onInterrupt(() => controller.abort());
-  const result = await runTool(tool, args, {
+  const result = await governedCall(tool, args, {
+    policy: env.policy,
+    ledger: env.ledger,
     fs: env.fs,
     host: env.host,
     timeoutMs: env.callTimeoutMs,

@@ -7,6 +7,7 @@ import { problem, received, WardenError } from "./errors.ts";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootSpec } from "./roots.ts";
+import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
 /** One documented setting: flag, environment variable, default. */
 export interface SettingDoc {
@@ -67,6 +68,39 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     description: "Refuse to start when any plugin is refused, instead of starting without it (`1` in the variable).",
   },
   {
+    flag: "--max-risk <class>",
+    env: "WARDEN_MAX_RISK",
+    default: "external-side-effect",
+    description:
+      "The highest risk class that may run: `read`, `gate` or `external-side-effect`. Tools above it stay listed and are refused when called.",
+  },
+  {
+    flag: "--disable-tool <name>",
+    env: "WARDEN_DISABLED_TOOLS",
+    default: "none",
+    description:
+      "A tool that is listed but refused when called. Repeat the flag; in the variable, separate names with `,`.",
+  },
+  {
+    flag: "--require-principal <name>",
+    env: "WARDEN_PRINCIPAL_TOOLS",
+    default: "none",
+    description:
+      "A tool that runs only when the server has a principal. Repeat the flag; in the variable, separate names with `,`.",
+  },
+  {
+    flag: "--principal <who>",
+    env: "WARDEN_PRINCIPAL",
+    default: "none",
+    description: "Who operates this server (e.g. an email); recorded with every call in the ledger.",
+  },
+  {
+    flag: "--ledger <dir>",
+    env: "WARDEN_LEDGER",
+    default: "<warden>/.ledger",
+    description: "Where each server process appends its hash-chained call ledger (one `.jsonl` file per process).",
+  },
+  {
     flag: null,
     env: "WARDEN_TOOLS_DIR",
     default: "the built-in tools/",
@@ -85,6 +119,11 @@ export interface Config {
   readonly revokedKeysFile: string;
   readonly lockFile: string;
   readonly strictPlugins: boolean;
+  readonly maxRisk: RiskClass;
+  readonly disabledTools: readonly string[];
+  readonly principalTools: readonly string[];
+  readonly principal: string | null;
+  readonly ledgerDir: string;
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -137,6 +176,11 @@ const VALUE_FLAGS = [
   "--allowed-signers",
   "--revoked-keys",
   "--plugins-lock",
+  "--max-risk",
+  "--disable-tool",
+  "--require-principal",
+  "--principal",
+  "--ledger",
 ];
 const BOOLEAN_FLAGS = ["--strict-plugins"];
 
@@ -230,6 +274,25 @@ export function parseConfig(
     );
   }
 
+  const risk = setting("--max-risk", "WARDEN_MAX_RISK");
+  if (risk && !RISK_CLASSES.includes(risk[1] as RiskClass)) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Invalid ${risk[0]}`, `expected one of ${RISK_CLASSES.join(", ")}, received ${received(risk[1])}`),
+    );
+  }
+  const names = (flag: string, variable: string) => {
+    const given = flags.get(flag) ?? (env(variable) ?? "").split(",").map((n) => n.trim()).filter((n) => n !== "");
+    return Object.freeze([...new Set(given)]);
+  };
+  const principal = setting("--principal", "WARDEN_PRINCIPAL");
+  if (principal && !/^\S{1,200}$/.test(principal[1])) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Invalid ${principal[0]}`, `expected one word, received ${received(principal[1])}`),
+    );
+  }
+
   return {
     config: Object.freeze({
       roots: Object.freeze(roots.map((r) => Object.freeze(r))),
@@ -240,6 +303,11 @@ export function parseConfig(
       revokedKeysFile: file("--revoked-keys", "WARDEN_REVOKED_KEYS", "trust/revoked_keys"),
       lockFile: file("--plugins-lock", "WARDEN_PLUGINS_LOCK", "plugins.lock.json"),
       strictPlugins: strict !== undefined && (strict[1] === "1" || strict[1] === "true"),
+      maxRisk: (risk?.[1] ?? "external-side-effect") as RiskClass,
+      disabledTools: names("--disable-tool", "WARDEN_DISABLED_TOOLS"),
+      principalTools: names("--require-principal", "WARDEN_PRINCIPAL_TOOLS"),
+      principal: principal?.[1] ?? null,
+      ledgerDir: file("--ledger", "WARDEN_LEDGER", ".ledger"),
     }),
     rest,
   };

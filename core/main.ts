@@ -11,6 +11,8 @@ import { hasPluginDirectories } from "./plugins/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
 import { Spawner } from "./spawn.ts";
+import { Ledger } from "./ledger.ts";
+import type { Policy } from "./policy.ts";
 import { DENO_RUN_FLAGS, initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 
@@ -28,6 +30,7 @@ Usage:
   warden plugin <new|build|sign|allow-signer|verify|trust|list>
                                     author, sign, audit and pin plugins
                                     ("warden plugin help")
+  warden ledger verify [--json]     check the call ledger's hash chains
   warden catalog [--check|--update] [--golden <file>]
                                     print, check or rewrite the golden catalog
                                     (default schema/catalog.json)
@@ -37,7 +40,7 @@ Settings (flag, environment variable, default):
 ${SETTINGS.map((s) => `  ${(s.flag ?? "").padEnd(28)} ${(s.env ?? "").padEnd(20)} ${s.default}`).join("\n")}
 `;
 
-const SHELL_COMMANDS = ["tools", "call", "catalog", "plugin", "help", "--help", "-h", "version", "--version"];
+const SHELL_COMMANDS = ["tools", "call", "catalog", "plugin", "ledger", "help", "--help", "-h", "version", "--version"];
 
 /** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
 function isServing(args: readonly string[]): boolean {
@@ -47,6 +50,30 @@ function isServing(args: readonly string[]): boolean {
   } catch {
     return !args.some((arg) => SHELL_COMMANDS.includes(arg));
   }
+}
+
+/** The policy, with every tool it names checked against the catalog. */
+function policyOf(config: Config, catalog: Catalog): Policy {
+  for (
+    const [flag, names] of [["--disable-tool", config.disabledTools], [
+      "--require-principal",
+      config.principalTools,
+    ]] as const
+  ) {
+    const unknown = names.find((name) => !catalog.tools.has(name));
+    if (unknown) {
+      throw new WardenError(
+        "config_invalid",
+        `Invalid ${flag}: no tool is named "${unknown}"; run "warden tools" for the names`,
+      );
+    }
+  }
+  return Object.freeze({
+    maxRisk: config.maxRisk,
+    disabled: new Set(config.disabledTools),
+    principalRequired: new Set(config.principalTools),
+    principal: config.principal,
+  });
 }
 
 function toolsDir(): { url: URL; extensions: string[] } {
@@ -112,6 +139,10 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command !== "serve" && !SHELL_COMMANDS.includes(command)) {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
+  if (command === "ledger") {
+    const { ledgerCommand } = await import("./ledger.ts");
+    return await ledgerCommand(config.ledgerDir, args);
+  }
   const dir = toolsDir();
   if (command === "plugin") {
     const { pluginCommand } = await import("./plugins/cli.ts");
@@ -134,6 +165,9 @@ async function main(argv: readonly string[]): Promise<number> {
     )
     : { records: [], entries: [], stop: () => Promise.resolve() };
   const catalog = await buildCatalog([...builtins, ...plugins.entries]);
+  const policy = policyOf(config, catalog);
+  const ledger = new Ledger(config.ledgerDir);
+  await ledger.prepare();
   const spawner = new Spawner();
   await spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn));
 
@@ -156,6 +190,8 @@ async function main(argv: readonly string[]): Promise<number> {
       fs,
       callTimeoutMs: config.callTimeoutMs,
       spawner,
+      policy,
+      ledger,
       host: facts,
       shutdown: plugins.stop,
     });
@@ -185,6 +221,8 @@ async function main(argv: readonly string[]): Promise<number> {
     host: hostFacts(catalog, fs, "cli", plugins.records, spawner),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
+    policy,
+    ledger,
     goldenUrl: new URL("schema/catalog.json", appRoot),
   };
   try {

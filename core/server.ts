@@ -2,7 +2,8 @@
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, InitializeRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { runTool } from "./call.ts";
+import type { Ledger } from "./ledger.ts";
+import { governedCall, type Policy } from "./policy.ts";
 import type { Catalog } from "./catalog.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";
@@ -31,6 +32,8 @@ export interface ServeOptions {
   readonly fs: RootFs;
   readonly callTimeoutMs: number;
   readonly spawner: Spawner;
+  readonly policy: Policy;
+  readonly ledger: Ledger;
   /** Host facts without the protocol version, which initialize decides. */
   readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
   /** Stops what the server started (plugin children) before the process ends. */
@@ -113,7 +116,9 @@ export async function serve(options: ServeOptions): Promise<void> {
         }
         const progressToken = (params?._meta as Params)?.progressToken;
         const validToken = typeof progressToken === "string" || typeof progressToken === "number";
-        const result = await runTool(tool, args, {
+        const result = await governedCall(tool, args, {
+          policy: options.policy,
+          ledger: options.ledger,
           fs: options.fs,
           host,
           timeoutMs: options.callTimeoutMs,

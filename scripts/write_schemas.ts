@@ -4,6 +4,7 @@
 //   node_modules/.bin/deno run --allow-read --allow-write=schema scripts/write_schemas.ts
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { prettyCanonicalJson } from "../core/canonical_json.ts";
+import { LedgerRowSchema } from "../core/ledger.ts";
 import { LockSchema } from "../core/plugins/lock.ts";
 import { ManifestSchema } from "../core/plugins/manifest.ts";
 
@@ -14,6 +15,7 @@ export function publishedSchemas(): Record<string, string> {
   return {
     "plugin-manifest.schema.json": schema(ManifestSchema, "urn:warden:plugin-manifest:v1", "warden plugin manifest"),
     "plugins-lock.schema.json": schema(LockSchema, "urn:warden:plugins-lock:v1", "warden plugins.lock.json"),
+    "ledger-row.schema.json": schema(LedgerRowSchema, "urn:warden:ledger-row:v1", "warden call ledger row"),
   };
 }
 

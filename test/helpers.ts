@@ -55,7 +55,12 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith("WARDEN_")) env[key] = value;
   }
-  return { ...env, WARDEN_PLUGINS_DIR: path.join(repoRoot, ".test-tmp", "no-plugins"), ...extra };
+  return {
+    ...env,
+    WARDEN_PLUGINS_DIR: path.join(repoRoot, ".test-tmp", "no-plugins"),
+    WARDEN_LEDGER: path.join(repoRoot, ".test-tmp", `ledger-${runtimeName}`),
+    ...extra,
+  };
 }
 
 /** A connected SDK Client and what the server wrote to stderr. */

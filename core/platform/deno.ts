@@ -69,6 +69,10 @@ interface DenoNamespace {
   writeFile(path: string, data: Uint8Array, options: { createNew: boolean }): Promise<void>;
   mkdir(path: string, options: { recursive: boolean }): Promise<void>;
   makeTempDir(options: { prefix: string }): Promise<string>;
+  openSync(path: string, options: { append: true; createNew: true; mode: number }): {
+    writeSync(bytes: Uint8Array): number;
+    close(): void;
+  };
   resolveDns(host: string, type: "A" | "AAAA"): Promise<string[]>;
   rename(from: string, to: string): Promise<void>;
   remove(path: string, options?: { recursive: boolean }): Promise<void>;
@@ -326,6 +330,16 @@ export function denoPlatform(): Platform {
         }),
       mkdir: (p: string) => withCode(() => Deno.mkdir(p, { recursive: true })),
       makeTempDir: (prefix: string) => withCode(() => Deno.makeTempDir({ prefix })),
+      createAppendOnly(p: string) {
+        const file = Deno.openSync(p, { append: true, createNew: true, mode: 0o600 });
+        return {
+          append(text: string) {
+            let bytes = encoder.encode(text);
+            while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
+          },
+          close: () => file.close(),
+        };
+      },
       removeTree: (p: string) =>
         withCode(() => Deno.remove(p, { recursive: true })).catch((error) => {
           if ((error as { code?: string }).code !== "ENOENT") throw error;

@@ -1,6 +1,6 @@
 // The node adapter of Platform.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { constants, existsSync } from "node:fs";
+import { closeSync, constants, existsSync, openSync, writeSync } from "node:fs";
 import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
 import {
@@ -285,6 +285,17 @@ export function nodePlatform(): Platform {
         await rm(p, { force: true });
       },
       makeTempDir: (prefix: string) => mkdtemp(path.join(tmpdir(), prefix)),
+      createAppendOnly(p: string) {
+        const fd = openSync(p, "ax", 0o600);
+        return {
+          append(text: string) {
+            const bytes = Buffer.from(text);
+            let offset = 0;
+            while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+          },
+          close: () => closeSync(fd),
+        };
+      },
       async removeTree(p: string) {
         await rm(p, { recursive: true, force: true });
       },

@@ -57,6 +57,17 @@ export interface PlatformFs {
   makeTempDir(prefix: string): Promise<string>;
   /** Removes a directory and everything under it; a missing one is fine. */
   removeTree(path: string): Promise<void>;
+  /**
+   * Creates `path` (it must not exist) for appending with synchronous writes,
+   * each one whole: for logs on a call's path, where an async write costs more.
+   */
+  createAppendOnly(path: string): AppendOnlyFile;
+}
+
+/** A file opened for append. `append` throws on any failure (full disk, read-only...). */
+export interface AppendOnlyFile {
+  append(text: string): void;
+  close(): void;
 }
 
 /** How `spawnProcess` starts a child. */
