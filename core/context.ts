@@ -4,7 +4,17 @@
 import { problem, WardenError } from "./errors.ts";
 import type { RootFs } from "./roots.ts";
 import type { Spawner, SpawnRequest, SpawnResult } from "./spawn.ts";
-import type { ClientLogLevel, ContextByRisk, GateContext, HostFacts, RiskClass, ToolCapabilities } from "./tool.ts";
+import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./egress.ts";
+import type {
+  ClientLogLevel,
+  ContextByRisk,
+  ExternalContext,
+  GateContext,
+  HostFacts,
+  RiskClass,
+  ToolCapabilities,
+  WritableRootFs,
+} from "./tool.ts";
 
 /** What the host supplies for one call. */
 export interface ContextParts {
@@ -23,6 +33,30 @@ export interface ContextParts {
   readonly spawner?: Spawner;
 }
 
+/** One file door per tool (its capabilities object), made once: read, and write checked against class and roots. */
+const doors = new WeakMap<object, WritableRootFs>();
+
+function doorFor(parts: ContextParts): WritableRootFs {
+  const { tool, fs } = parts;
+  let door = doors.get(tool.capabilities);
+  if (!door) {
+    door = Object.freeze({
+      rootIds: fs.rootIds,
+      readText: fs.readText.bind(fs),
+      readBytes: fs.readBytes.bind(fs),
+      stat: fs.stat.bind(fs),
+      list: fs.list.bind(fs),
+      glob: fs.glob.bind(fs),
+      write: (root: string, file: string, data: string | Uint8Array) =>
+        tool.risk === "external-side-effect"
+          ? writeFile(`tool "${tool.name}"`, tool.capabilities.writeRoots, fs, root, file, data)
+          : Promise.reject(denied("ctx.fs.write", "external-side-effect", tool)),
+    });
+    doors.set(tool.capabilities, door);
+  }
+  return door;
+}
+
 /** The error for a capability the tool's class does not have: it names both, and nothing happens. */
 function denied(capability: string, needs: RiskClass, tool: ContextParts["tool"]): WardenError {
   return new WardenError(
@@ -37,16 +71,22 @@ function denied(capability: string, needs: RiskClass, tool: ContextParts["tool"]
  * A class rather than an object of closures: one is made per call, and this
  * keeps a trivial call's overhead to a few allocations.
  */
-class CallContext implements GateContext {
+class CallContext implements GateContext, ExternalContext {
   readonly #parts: ContextParts;
   #lastProgress = -Infinity;
-  readonly fs: RootFs;
+  readonly fs: WritableRootFs;
   readonly host: HostFacts;
 
   constructor(parts: ContextParts) {
     this.#parts = parts;
-    this.fs = parts.fs;
+    this.fs = doorFor(parts);
     this.host = parts.host;
+  }
+
+  fetch(url: string, request: FetchRequest = {}): Promise<FetchResult> {
+    const { tool } = this.#parts;
+    if (tool.risk !== "external-side-effect") return Promise.reject(denied("ctx.fetch", "external-side-effect", tool));
+    return fetchFor(`tool "${tool.name}"`, tool.capabilities.netHosts, url, request, this.signal);
   }
 
   get signal(): AbortSignal {

@@ -4,6 +4,7 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { messageOf, problem, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
+import { declaredOrigin } from "./egress.ts";
 import { PROGRAM_NAME } from "./spawn.ts";
 import { isTool, RISK_CLASSES, type Tool, TOOL_NAME_PATTERN } from "./tool.ts";
 
@@ -77,6 +78,17 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
           file,
           `spawn allowlist entry ${JSON.stringify(name)} is not a program name`,
           "name programs (e.g. git), never paths",
+        ),
+      );
+    }
+  }
+  for (const host of caps.netHosts ?? []) {
+    if (declaredOrigin(host) !== host) {
+      problems.push(
+        problem(
+          file,
+          `netHosts entry ${JSON.stringify(host)} is not an origin`,
+          'write it as "https://host" or "https://host:port"',
         ),
       );
     }

@@ -124,6 +124,22 @@ export async function openRoots(specs: readonly RootSpec[]): Promise<RootFs> {
  * host's own use (a spawned program's working directory). Never given to tools.
  */
 const directories = new WeakMap<RootFs, (root: string, dir: string) => Promise<string>>();
+const writables = new WeakMap<RootFs, (root: string, file: string) => Promise<{ real: string; display: string }>>();
+
+/**
+ * Where a write to `file` in `root` would land, after the same checks as a
+ * read and more: the parent directory exists inside the root (real path),
+ * and the target, if it exists, is a regular file and not a symlink.
+ */
+export async function writableTarget(
+  fs: RootFs,
+  root: string,
+  file: string,
+): Promise<{ real: string; display: string }> {
+  const resolve = writables.get(fs);
+  if (!resolve) throw new Error("writableTarget needs a RootFs made by openRoots or restrictRoots");
+  return await resolve(root, file);
+}
 
 /** The real path of directory `dir` in `root`, after every check ctx.fs makes; for the host only. */
 export async function realDirectory(fs: RootFs, root: string, dir: string): Promise<string> {
@@ -139,6 +155,39 @@ class ConfinedFs implements RootFs {
   constructor(roots: ReadonlyMap<string, OpenRoot>) {
     this.#roots = roots;
     this.rootIds = Object.freeze([...roots.keys()]);
+    writables.set(this, async (root, file) => {
+      if (typeof file !== "string" || file.includes("\0")) {
+        throw new WardenError(
+          "path_refused",
+          problem("Invalid path", `${received(file)} is not a path without NUL bytes`),
+        );
+      }
+      const name = path.basename(file);
+      if (name === "" || name === "." || name === ".." || file.endsWith("/") || file.endsWith(path.sep)) {
+        throw new WardenError("path_refused", problem("Invalid path", `${received(file)} does not name a file`));
+      }
+      const parent = await this.#resolve(root, path.dirname(file));
+      const real = path.join(parent.real, name);
+      const display = parent.display === "." ? name : `${parent.display}/${name}`;
+      const existing = await platform().fs.lstat(real).catch(() => null);
+      if (existing?.isSymlink) {
+        throw new WardenError(
+          "path_refused",
+          problem(
+            `Path refused in root "${parent.root.id}"`,
+            `${received(display)} is a symlink`,
+            "warden never writes through one",
+          ),
+        );
+      }
+      if (existing && !existing.isFile) {
+        throw new WardenError(
+          "path_refused",
+          problem(`Path refused in root "${parent.root.id}"`, `${received(display)} is not a regular file`),
+        );
+      }
+      return { real, display };
+    });
     directories.set(this, async (root, dir) => {
       const target = await this.#resolve(root, dir);
       if (!(await platform().fs.stat(target.real)).isDirectory) {
@@ -367,5 +416,6 @@ export function restrictRoots(fs: RootFs, allowed: readonly string[], who: strin
     } satisfies RootFs,
   );
   directories.set(narrowed, (root, dir) => realDirectory(fs, check(root), dir));
+  writables.set(narrowed, (root, file) => writableTarget(fs, check(root), file));
   return narrowed;
 }

@@ -4,6 +4,7 @@ import type * as v from "valibot";
 import type { PluginRecord } from "./plugins/discover.ts";
 import type { RootFs } from "./roots.ts";
 import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./spawn.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "./egress.ts";
 
 /** What a tool may touch. Higher classes add capabilities to the context. */
 export type RiskClass = "read" | "gate" | "external-side-effect";
@@ -67,11 +68,22 @@ export interface GateContext extends ReadContext {
   spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
 }
 
+/** The file door of an external-side-effect tool: read, and write under its declared roots. */
+export interface WritableRootFs extends RootFs {
+  write(root: string, file: string, data: string | Uint8Array): Promise<WriteResult>;
+}
+
+/** `external-side-effect`: read, plus writes under declared roots and fetches to declared origins. */
+export interface ExternalContext extends ReadContext {
+  readonly fs: WritableRootFs;
+  fetch(url: string, request?: FetchRequest): Promise<FetchResult>;
+}
+
 /** The context each class receives. */
 export interface ContextByRisk {
   read: ReadContext;
   gate: GateContext;
-  "external-side-effect": ReadContext;
+  "external-side-effect": ExternalContext;
 }
 
 /**

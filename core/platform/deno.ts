@@ -73,7 +73,6 @@ interface DenoNamespace {
     writeSync(bytes: Uint8Array): number;
     close(): void;
   };
-  resolveDns(host: string, type: "A" | "AAAA"): Promise<string[]>;
   rename(from: string, to: string): Promise<void>;
   remove(path: string, options?: { recursive: boolean }): Promise<void>;
   errors: Record<string, new (...args: never[]) => Error>;
@@ -352,12 +351,9 @@ export function denoPlatform(): Platform {
     spawnProcess,
     denoExecutable: () => Deno.execPath(),
     async resolveHost(host: string) {
-      const found = await Promise.all(
-        (["A", "AAAA"] as const).map((type) => Deno.resolveDns(host, type).catch(() => [])),
-      );
-      const addresses = found.flat();
-      if (addresses.length === 0) throw Object.assign(new Error(`${host} does not resolve`), { code: "ENOTFOUND" });
-      return addresses;
+      // getaddrinfo, as fetch itself resolves (Deno.resolveDns skips /etc/hosts); loaded on first use.
+      const { lookup } = await import("node:dns/promises");
+      return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
     },
     unrefTimer(timer: unknown) {
       // Deno 2 returns node-style Timeout objects from setTimeout; older versions return ids.
