@@ -116,7 +116,7 @@ class CallContext implements GateContext, ExternalContext {
     return spawner.spawn(
       `tool "${tool.name}"`,
       tool.capabilities.spawn,
-      this.fs,
+      this.#parts.fs,
       argv,
       options,
       this.signal,

@@ -165,11 +165,14 @@ export function childMain(): void {
         list: (root: unknown, dir?: unknown) => rpc(callId, "list", [root, dir]),
         glob: (root: unknown, patterns: unknown, options?: unknown) => rpc(callId, "glob", [root, patterns, options]),
         stat: (root: unknown, path: unknown) => rpc(callId, "stat", [root, path]),
+        write: (root: unknown, path: unknown, data: unknown) => rpc(callId, "write", [root, path, data]),
       });
       const ctx = Object.freeze({
         signal: controller.signal,
         fs,
         roots: fs.rootIds,
+        spawn: (argv: unknown, options?: unknown) => rpc(callId, "spawn", [argv, options]),
+        fetch: (url: unknown, options?: unknown) => rpc(callId, "fetch", [url, options]),
         progress(progress: number, total?: number, text?: string) {
           if (!controller.signal.aborted) {
             try {

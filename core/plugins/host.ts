@@ -8,7 +8,7 @@ import { problem, WardenError } from "../errors.ts";
 import { validateJsonSchema } from "../json_schema.ts";
 import { log } from "../log.ts";
 import { restrictRoots, type RootFs } from "../roots.ts";
-import type { ToolContext } from "../tool.ts";
+import type { ExternalContext, GateContext, ToolContext } from "../tool.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "./discover.ts";
 import { PluginRuntime } from "./runtime.ts";
 
@@ -50,7 +50,17 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
     validateInput: jsonValidator(tool.inputSchema),
     ...(tool.outputSchema ? { validateOutput: jsonValidator(tool.outputSchema) } : {}),
     invoke: (args: unknown, ctx: ToolContext) =>
-      runtime().call(tool.name, args, { signal: ctx.signal, progress: ctx.progress, log: ctx.log }),
+      runtime().call(tool.name, args, {
+        signal: ctx.signal,
+        progress: (progress, total, message) => ctx.progress(progress, total, message),
+        log: (level, data) => ctx.log(level, data),
+        // The host context checks the class and the manifest's declarations before anything happens.
+        capabilities: {
+          spawn: (argv, options) => (ctx as GateContext).spawn(argv, options),
+          fetch: (url, request) => (ctx as ExternalContext).fetch(url, request),
+          write: (root, file, data) => (ctx as ExternalContext).fs.write(root, file, data),
+        },
+      }),
   }));
 }
 

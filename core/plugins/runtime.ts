@@ -14,6 +14,8 @@ import { type ChildProcessHandle, platform, type ProcessExit } from "../platform
 import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../roots.ts";
 import type { ClientLogLevel } from "../tool.ts";
 import { childSource } from "./child.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
+import type { SpawnRequest, SpawnResult } from "../spawn.ts";
 
 /** What a plugin call gets from the host besides its arguments: the tool context's own members fit. */
 export interface PluginCallContext {
@@ -21,6 +23,16 @@ export interface PluginCallContext {
   readonly signal: AbortSignal;
   progress(progress: number, total?: number, message?: string): Promise<void>;
   log(level: ClientLogLevel, data: unknown): void;
+  /**
+   * The host tool context's own capability methods, which check the plugin's
+   * class and manifest declarations: the child's ctx.spawn, ctx.fetch and
+   * ctx.fs.write are requests answered by these. Absent: refused.
+   */
+  readonly capabilities?: {
+    spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
+    fetch(url: string, request?: FetchRequest): Promise<FetchResult>;
+    write(root: string, file: string, data: string): Promise<WriteResult>;
+  };
 }
 
 /** How to run one plugin. */
@@ -205,6 +217,38 @@ function globOptions(value: unknown): GlobOptions {
   return out;
 }
 
+const CAPABILITY_OPS = ["spawn", "fetch", "write"];
+
+/** Runs a spawn, fetch or write request through the host context, which checks class and declarations. */
+function runCapabilityRequest(
+  id: string,
+  capabilities: PluginCallContext["capabilities"],
+  op: string,
+  args: unknown[],
+): Promise<unknown> {
+  if (!capabilities) {
+    return Promise.reject(
+      new WardenError(
+        "capability_denied",
+        problem(`Plugin "${id}" may not use ${op}`, "the host offers it no capabilities"),
+      ),
+    );
+  }
+  const [first, second, third] = args;
+  const options = (value: unknown) => (isRecord(value) ? value : {});
+  switch (op) {
+    case "spawn":
+      if (!Array.isArray(first) || !first.every(isString)) {
+        throw invalidFileRequest(`argv must be an array of strings, received ${received(first)}`);
+      }
+      return capabilities.spawn(first as string[], options(second) as SpawnRequest);
+    case "fetch":
+      return capabilities.fetch(stringArg(first, "url"), options(second) as FetchRequest);
+    default:
+      return capabilities.write(stringArg(first, "root"), stringArg(second, "path"), stringArg(third, "data"));
+  }
+}
+
 /** Runs one file request of a plugin against its confined RootFs. */
 function runFileRequest(fs: RootFs, op: string, args: unknown[]): Promise<unknown> {
   const [root, first, second] = args;
@@ -332,7 +376,7 @@ class Session {
   #notifyWindowStart = 0;
   #notifyWindowCount = 0;
   #fsActive = 0;
-  readonly #fsQueue: { id: number; op: string; args: unknown[] }[] = [];
+  readonly #fsQueue: { id: number; callId: number; op: string; args: unknown[] }[] = [];
 
   constructor(settings: Settings, onEnd: (session: Session) => void) {
     this.#s = settings;
@@ -664,7 +708,7 @@ class Session {
       this.#fail(`it made more than ${FS_MAX_PENDING} file requests at once`);
       return;
     }
-    this.#fsQueue.push({ id: message.id, op: message.op, args: message.args });
+    this.#fsQueue.push({ id: message.id, callId: message.callId, op: message.op, args: message.args });
     this.#pumpFiles();
   }
 
@@ -674,7 +718,10 @@ class Session {
       this.#fsActive++;
       let work: Promise<unknown>;
       try {
-        work = runFileRequest(this.#s.fs, request.op, request.args);
+        const capabilities = this.#calls.get(request.callId)?.ctx.capabilities;
+        work = CAPABILITY_OPS.includes(request.op)
+          ? runCapabilityRequest(this.#s.id, capabilities, request.op, request.args)
+          : runFileRequest(this.#s.fs, request.op, request.args);
       } catch (error) {
         work = Promise.reject(error);
       }
