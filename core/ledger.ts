@@ -9,7 +9,6 @@ import path from "node:path";
 import { canonicalJson } from "./canonical_json.ts";
 import { messageOf, problem, WardenError } from "./errors.ts";
 import { type AppendOnlyFile, platform } from "./platform/mod.ts";
-import { sha256Sync } from "./sha256.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
 export const LEDGER_VERSION = 1;
@@ -51,6 +50,7 @@ export class Ledger {
   #prev = GENESIS;
   #seq = 0;
   #broken: string | undefined;
+  readonly #pid = platform().pid();
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -62,20 +62,30 @@ export class Ledger {
     const { args, ...rest } = entry;
     let argsHash: string;
     try {
-      argsHash = "sha256:" + sha256Sync(canonicalJson(args ?? {}));
+      argsHash = "sha256:" + platform().sha256Hex(canonicalJson(args ?? {}));
     } catch {
-      argsHash = "sha256:" + sha256Sync(JSON.stringify(args ?? {}) ?? "");
+      argsHash = "sha256:" + platform().sha256Hex(JSON.stringify(args ?? {}) ?? "");
     }
+    // Keys in canonical (sorted) order, so JSON.stringify writes the RFC 8785
+    // form directly: the row's shape is fixed, and this is on every call's path.
     const row: LedgerRow = {
-      v: LEDGER_VERSION,
+      argsHash,
+      decision: rest.decision,
+      durationMs: rest.durationMs,
+      errorCode: rest.errorCode,
+      outcome: rest.outcome,
+      pid: this.#pid,
+      plugin: rest.plugin ? { id: rest.plugin.id, manifestDigest: rest.plugin.manifestDigest } : null,
+      prev: this.#prev,
+      principal: rest.principal,
+      reason: rest.reason,
+      risk: rest.risk,
       seq: this.#seq + 1,
       time: new Date().toISOString(),
-      pid: platform().pid(),
-      ...rest,
-      argsHash,
-      prev: this.#prev,
+      tool: rest.tool,
+      v: LEDGER_VERSION,
     };
-    const line = canonicalJson(row);
+    const line = JSON.stringify(row);
     try {
       this.#file ??= this.#open();
       this.#file.append(line + "\n");
@@ -87,7 +97,7 @@ export class Ledger {
       return { ok: false, error: this.#broken };
     }
     this.#seq++;
-    this.#prev = "sha256:" + sha256Sync(line);
+    this.#prev = "sha256:" + platform().sha256Hex(line);
     return { ok: true };
   }
 
@@ -168,7 +178,7 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
       if (canonicalJson(parsed.output) !== line) return bad("not in canonical form");
       if (parsed.output.seq !== i + 1) return bad(`seq ${parsed.output.seq} where ${i + 1} was due`);
       if (parsed.output.prev !== prev) return bad("prev does not match the previous row");
-      prev = "sha256:" + sha256Sync(line);
+      prev = "sha256:" + platform().sha256Hex(line);
       rows++;
     }
     if (torn) {

@@ -69,6 +69,7 @@ const K = new Uint32Array([
 ]);
 const W = new Uint32Array(64);
 const encoder = new TextEncoder();
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
 /** Lowercase hex SHA-256 of `data` (a string is hashed as UTF-8). */
 export function sha256Sync(data: string | Uint8Array): string {
@@ -78,14 +79,24 @@ export function sha256Sync(data: string | Uint8Array): string {
   const padded = new Uint8Array(blocks * 64);
   padded.set(bytes);
   padded[length] = 0x80;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 8, Math.floor(length / 0x20000000));
-  view.setUint32(padded.length - 4, (length * 8) >>> 0);
+  const high = Math.floor(length / 0x20000000);
+  const low = (length * 8) >>> 0;
+  const end = padded.length;
+  padded[end - 8] = high >>> 24;
+  padded[end - 7] = high >>> 16;
+  padded[end - 6] = high >>> 8;
+  padded[end - 5] = high;
+  padded[end - 4] = low >>> 24;
+  padded[end - 3] = low >>> 16;
+  padded[end - 2] = low >>> 8;
+  padded[end - 1] = low;
   let h0 = 0x6a09e667, h1 = 0xbb67ae85, h2 = 0x3c6ef372, h3 = 0xa54ff53a;
   let h4 = 0x510e527f, h5 = 0x9b05688c, h6 = 0x1f83d9ab, h7 = 0x5be0cd19;
   for (let block = 0; block < blocks; block++) {
     const offset = block * 64;
-    for (let i = 0; i < 16; i++) W[i] = view.getUint32(offset + i * 4);
+    for (let i = 0, j = offset; i < 16; i++, j += 4) {
+      W[i] = (padded[j] << 24) | (padded[j + 1] << 16) | (padded[j + 2] << 8) | padded[j + 3];
+    }
     for (let i = 16; i < 64; i++) {
       const a = W[i - 15], b = W[i - 2];
       const s0 = ((a >>> 7) | (a << 25)) ^ ((a >>> 18) | (a << 14)) ^ (a >>> 3);
@@ -116,5 +127,9 @@ export function sha256Sync(data: string | Uint8Array): string {
     h6 = (h6 + g) | 0;
     h7 = (h7 + h) | 0;
   }
-  return [h0, h1, h2, h3, h4, h5, h6, h7].map((x) => (x >>> 0).toString(16).padStart(8, "0")).join("");
+  let hex = "";
+  for (const word of [h0, h1, h2, h3, h4, h5, h6, h7]) {
+    hex += HEX[(word >>> 24) & 255] + HEX[(word >>> 16) & 255] + HEX[(word >>> 8) & 255] + HEX[word & 255];
+  }
+  return hex;
 }

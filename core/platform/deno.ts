@@ -1,5 +1,6 @@
 // The deno adapter of Platform, on Deno's own APIs: it keeps node's
 // compatibility layer out of the startup path.
+import { sha256Sync } from "../sha256.ts";
 import type {
   ChildProcessHandle,
   FileStat,
@@ -350,6 +351,8 @@ export function denoPlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable: () => Deno.execPath(),
+    // Plain JS: WebCrypto's digest is async, and node:crypto would load deno's node layer.
+    sha256Hex: (text: string) => sha256Sync(text),
     async resolveHost(host: string) {
       // getaddrinfo, as fetch itself resolves (Deno.resolveDns skips /etc/hosts); loaded on first use.
       const { lookup } = await import("node:dns/promises");

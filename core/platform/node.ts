@@ -1,6 +1,7 @@
 // The node adapter of Platform.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { closeSync, constants, existsSync, openSync, writeSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
 import {
@@ -302,6 +303,7 @@ export function nodePlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable,
+    sha256Hex: (text: string) => createHash("sha256").update(text).digest("hex"),
     resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     unrefTimer(timer: unknown) {
       (timer as { unref?: () => void } | null)?.unref?.();

@@ -152,6 +152,8 @@ export interface Platform {
    * `npm install` when it is missing.
    */
   denoExecutable(): string;
+  /** Lowercase hex SHA-256 of a text's UTF-8 bytes, synchronously (the ledger hashes on every call's path). */
+  sha256Hex(text: string): string;
   /** Every address `host` resolves to (A and AAAA), as text. */
   resolveHost(host: string): Promise<string[]>;
   /** Keeps `timer` (a `setTimeout` handle) from holding this process alive. */
