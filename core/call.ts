@@ -51,11 +51,20 @@ export function describeIssue(tool: CatalogEntry, issue: SchemaIssue): string {
     return problem("Invalid arguments", `expected an object of named arguments, received ${issue.received}`);
   }
   if (issue.kind === "unknown-key") {
-    const accepted = Object.keys((tool.descriptor.inputSchema.properties ?? {}) as Record<string, unknown>);
+    // The keys of the object the unknown one sits in, read from the published schema.
+    type Node = { properties?: Record<string, Node>; items?: Node; anyOf?: Node[] };
+    let node: Node | undefined = tool.descriptor.inputSchema as Node;
+    for (const key of issue.path.slice(0, -1)) {
+      node = typeof key === "number"
+        ? node?.items
+        : node?.properties?.[key] ?? node?.anyOf?.find((n) => n.properties)?.properties?.[key];
+    }
+    const accepted = Object.keys(node?.properties ?? {});
+    const parent = issue.path.length > 1 ? ` in "${issuePath(issue.path.slice(0, -1))}"` : "";
     return problem(
       `Unknown argument "${where}"`,
       `${tool.descriptor.name} does not take it`,
-      accepted.length ? `it accepts ${accepted.join(", ")}` : "it takes no arguments",
+      accepted.length ? `it accepts ${accepted.join(", ")}${parent}` : `it takes no arguments${parent}`,
     );
   }
   if (issue.kind === "missing") return problem(`Missing argument "${where}"`, `expected ${issue.expected}`);

@@ -48,6 +48,11 @@ describe(`tool calls (${runtimeName})`, () => {
       message: /^Invalid argument "tags\[1\]": expected string but received 3$/,
     },
     {
+      title: "a nested constructor.prototype",
+      args: JSON.parse('{"text":"a","nested":{"flag":true,"constructor":{"prototype":{"polluted":true}}}}'),
+      message: /^Unknown argument "nested\.constructor": fixture_echo does not take it; it accepts flag in "nested"$/,
+    },
+    {
       title: "prototype keys",
       args: JSON.parse('{"text":"a","__proto__":{"polluted":true}}'),
       message: /^Unknown argument "__proto__"/,
