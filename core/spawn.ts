@@ -187,6 +187,7 @@ export class Spawner {
     }
     const root = request.root ?? fs.rootIds[0];
     const cwd = await realDirectory(fs, root, request.cwd ?? ".");
+    await refuseOutsidePaths(who, fs, cwd, args);
     const timeoutMs = Math.max(1, Math.min(request.timeoutMs ?? DEFAULT_TIMEOUT_MS, deadline - Date.now()));
     const maxOutput = Math.max(1, Math.min(request.maxOutputBytes ?? DEFAULT_OUTPUT, MAX_OUTPUT));
     const scratch = await platform().fs.makeTempDir("warden-gate-");
@@ -262,6 +263,55 @@ export class Spawner {
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** Devices a program may be pointed at: they hold nothing of anyone's. */
+const HARMLESS_PATHS = new Set([
+  "/dev/null",
+  "/dev/zero",
+  "/dev/urandom",
+  "/dev/random",
+  "/dev/stdin",
+  "/dev/stdout",
+  "/dev/stderr",
+]);
+
+/**
+ * An argument that names a path outside every root is refused before the
+ * program starts: an absolute path, a `~` path, or a relative one whose `..`
+ * climbs out of the root; also after `=` (as in `--output=/tmp/x`).
+ */
+async function refuseOutsidePaths(who: string, fs: RootFs, cwd: string, args: readonly string[]): Promise<void> {
+  const roots: string[] = [];
+  for (const id of fs.rootIds) roots.push(await realDirectory(fs, id, "."));
+  const inside = (candidate: string) => roots.some((r) => candidate === r || candidate.startsWith(r + path.sep));
+  for (const arg of args) {
+    const eq = arg.indexOf("=");
+    for (const text of eq > 0 ? [arg, arg.slice(eq + 1)] : [arg]) {
+      if (HARMLESS_PATHS.has(text)) continue;
+      const home = text.startsWith("~");
+      const absolute = text.startsWith("/") ? path.normalize(text) : null;
+      const climbs = !absolute && text.split(/[\\/]/).includes("..") ? path.resolve(cwd, text) : null;
+      const target = absolute ?? climbs;
+      if (!home && target === null) continue;
+      let real = target ?? "";
+      try {
+        if (target !== null) real = await platform().fs.realPath(target);
+      } catch {
+        // A path that does not exist yet is judged by where it would be.
+      }
+      if (home || !inside(real)) {
+        throw new WardenError(
+          "capability_denied",
+          problem(
+            `Argument ${received(arg)} refused for ${who}`,
+            "it names a path outside the roots",
+            "pass paths inside a root, relative to the working directory",
+          ),
+        );
+      }
     }
   }
 }

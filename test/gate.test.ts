@@ -85,6 +85,21 @@ describe(`ctx.spawn (${runtimeName})`, () => {
       message: /^Path refused in root "default": "\.\." leads outside the root/,
     },
     {
+      title: "an argument naming a path outside the roots",
+      args: { argv: ["cat", "/etc/passwd"] },
+      message: /^Argument "\/etc\/passwd" refused for tool "fixture_gate": it names a path outside the roots/,
+    },
+    {
+      title: "an option whose value climbs out of the root",
+      args: { argv: ["head", "--lines=../../etc/passwd"], cwd: "sub" },
+      message: /^Argument "--lines=\.\.\/\.\.\/etc\/passwd" refused/,
+    },
+    {
+      title: "a home-relative path",
+      args: { argv: ["cat", "~/.ssh/id_ed25519"] },
+      message: /^Argument "~\/\.ssh\/id_ed25519" refused/,
+    },
+    {
       title: "a NUL byte in argv",
       args: { argv: ["sh", "-c", "touch pwned\u0000"] },
       message: /^Invalid argv: expected a non-empty array of strings without NUL/,
