@@ -10,19 +10,7 @@ import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
 import type { Spawner } from "./spawn.ts";
 import { StdioTransport } from "./stdio.ts";
-import type { ClientLogLevel, HostFacts } from "./tool.ts";
-
-/** Levels of `logging/setLevel`, least severe first. */
-const CLIENT_LOG_LEVELS: readonly ClientLogLevel[] = [
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency",
-];
+import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "./tool.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {

@@ -14,16 +14,13 @@ export const RISK_CLASSES: readonly RiskClass[] = Object.freeze(["read", "gate",
 /** Tool names every MCP client accepts; the file name must equal the name. */
 export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 
-/** Levels of `notifications/message`, as RFC 5424 and MCP name them. */
-export type ClientLogLevel =
-  | "debug"
-  | "info"
-  | "notice"
-  | "warning"
-  | "error"
-  | "critical"
-  | "alert"
-  | "emergency";
+/** Levels of `notifications/message` and `logging/setLevel`, as RFC 5424 and MCP name them, least severe first. */
+export const CLIENT_LOG_LEVELS = Object.freeze(
+  ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] as const,
+);
+
+/** One of CLIENT_LOG_LEVELS. */
+export type ClientLogLevel = (typeof CLIENT_LOG_LEVELS)[number];
 
 /** Facts about the running host, safe to show: no paths, no environment. */
 export interface HostFacts {

@@ -12,7 +12,7 @@ import path from "node:path";
 import { type ErrorCode, messageOf, problem, received, WardenError } from "../errors.ts";
 import { type ChildProcessHandle, platform, type ProcessExit } from "../platform/mod.ts";
 import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../roots.ts";
-import type { ClientLogLevel } from "../tool.ts";
+import { CLIENT_LOG_LEVELS, type ClientLogLevel } from "../tool.ts";
 import { childSource } from "./child.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
 import type { SpawnRequest, SpawnResult } from "../spawn.ts";
@@ -83,16 +83,7 @@ const STDERR_TAIL_LINES = 10;
 const MAX_PLUGIN_MESSAGE = 2000;
 /** Error codes of the host's file access that a plugin's error may carry through. */
 const FS_ERROR_CODES: ReadonlySet<string> = new Set(["unknown_root", "path_refused", "not_found", "too_large"]);
-const CLIENT_LOG_LEVELS: ReadonlySet<string> = new Set([
-  "debug",
-  "info",
-  "notice",
-  "warning",
-  "error",
-  "critical",
-  "alert",
-  "emergency",
-]);
+const LOG_LEVELS: ReadonlySet<string> = new Set(CLIENT_LOG_LEVELS);
 
 /**
  * The `deno run` flags of a plugin child, before the bootstrap URL: no
@@ -186,7 +177,7 @@ function checkMessage(value: unknown): ChildMessage | string {
         isOptional(m.message, isString);
       break;
     case "log":
-      valid = isId(m.callId) && typeof m.level === "string" && CLIENT_LOG_LEVELS.has(m.level);
+      valid = isId(m.callId) && typeof m.level === "string" && LOG_LEVELS.has(m.level);
       break;
     default:
       return `it sent a message of unknown type ${received(m.type)}`;
