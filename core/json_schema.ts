@@ -67,24 +67,54 @@ export function describeReceived(value: unknown): string {
   return "Object";
 }
 
+const NUMERIC_KEYWORDS = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "minProperties",
+  "maxProperties",
+];
+const SUBSCHEMA_KEYWORDS = ["additionalProperties", "items", "propertyNames"];
+const LIST_KEYWORDS = ["anyOf", "oneOf", "allOf"];
+
 /**
  * Problems that make `schema` unusable here: an unknown keyword, a malformed
  * value, an uncompilable pattern. Empty when the schema is fine.
  */
 export function schemaProblems(schema: unknown, where = "$"): string[] {
-  if (typeof schema === "boolean") return [];
+  const problems: string[] = [];
+  collectSchemaProblems(schema, where, problems);
+  return problems;
+}
+
+// Indexed loops into one list: this runs over every plugin tool schema at
+// startup, mostly before the JIT has seen it, where for-of and spreading
+// allocate per step.
+function collectSchemaProblems(schema: unknown, where: string, problems: string[]): void {
+  if (typeof schema === "boolean") return;
   if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
-    return [`${where} is not a schema object`];
+    problems.push(`${where} is not a schema object`);
+    return;
   }
   const s = schema as Schema;
-  const problems: string[] = [];
-  for (const key of Object.keys(s)) {
+  const keys = Object.keys(s);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
     if (!ANNOTATIONS.has(key) && !ASSERTIONS.has(key)) problems.push(`${where} uses the unsupported keyword "${key}"`);
   }
-  const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
-  for (const t of types) {
-    if (typeof t !== "string" || !TYPES.has(t)) {
-      problems.push(`${where}.type has the unknown type ${JSON.stringify(t)}`);
+  if (s.type !== undefined) {
+    const types: unknown[] = Array.isArray(s.type) ? s.type : [s.type];
+    for (let i = 0; i < types.length; i++) {
+      const t = types[i];
+      if (typeof t !== "string" || !TYPES.has(t)) {
+        problems.push(`${where}.type has the unknown type ${JSON.stringify(t)}`);
+      }
     }
   }
   if (s.pattern !== undefined) {
@@ -97,41 +127,34 @@ export function schemaProblems(schema: unknown, where = "$"): string[] {
   if (s.properties !== undefined) {
     if (typeof s.properties !== "object" || s.properties === null) {
       problems.push(`${where}.properties is not an object`);
-    } else {for (const [k, sub] of Object.entries(s.properties)) {
-        problems.push(...schemaProblems(sub, `${where}.properties.${k}`));
-      }}
+    } else {
+      const properties = s.properties as Record<string, unknown>;
+      const names = Object.keys(properties);
+      for (let i = 0; i < names.length; i++) {
+        collectSchemaProblems(properties[names[i]], `${where}.properties.${names[i]}`, problems);
+      }
+    }
   }
   if (s.required !== undefined && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== "string"))) {
     problems.push(`${where}.required is not a list of names`);
   }
-  for (const key of ["additionalProperties", "items", "propertyNames"]) {
-    if (s[key] !== undefined) problems.push(...schemaProblems(s[key], `${where}.${key}`));
+  for (let i = 0; i < SUBSCHEMA_KEYWORDS.length; i++) {
+    const key = SUBSCHEMA_KEYWORDS[i];
+    if (s[key] !== undefined) collectSchemaProblems(s[key], `${where}.${key}`, problems);
   }
-  for (const key of ["anyOf", "oneOf", "allOf"]) {
-    if (s[key] === undefined) continue;
-    if (!Array.isArray(s[key]) || (s[key] as unknown[]).length === 0) {
+  for (let i = 0; i < LIST_KEYWORDS.length; i++) {
+    const key = LIST_KEYWORDS[i];
+    const list = s[key];
+    if (list === undefined) continue;
+    if (!Array.isArray(list) || list.length === 0) {
       problems.push(`${where}.${key} is not a non-empty list`);
-    } else (s[key] as unknown[]).forEach((sub, n) => problems.push(...schemaProblems(sub, `${where}.${key}[${n}]`)));
+    } else list.forEach((sub, n) => collectSchemaProblems(sub, `${where}.${key}[${n}]`, problems));
   }
   if (s.enum !== undefined && !Array.isArray(s.enum)) problems.push(`${where}.enum is not a list`);
-  for (
-    const key of [
-      "minimum",
-      "maximum",
-      "exclusiveMinimum",
-      "exclusiveMaximum",
-      "multipleOf",
-      "minLength",
-      "maxLength",
-      "minItems",
-      "maxItems",
-      "minProperties",
-      "maxProperties",
-    ]
-  ) {
+  for (let i = 0; i < NUMERIC_KEYWORDS.length; i++) {
+    const key = NUMERIC_KEYWORDS[i];
     if (s[key] !== undefined && typeof s[key] !== "number") problems.push(`${where}.${key} is not a number`);
   }
-  return problems;
 }
 
 function typeOf(value: unknown): string {

@@ -47,11 +47,19 @@ function refuse(detail: string, fix?: string): never {
 
 // ---------------------------------------------------------------- patterns
 
+/** Compiled patterns: `checkSigner` matches the same namespace patterns once per plugin. */
+const patternCache = new Map<string, RegExp>();
+
 function patternRegExp(pattern: string): RegExp {
+  const known = patternCache.get(pattern);
+  if (known !== undefined) return known;
+  if (patternCache.size >= 256) patternCache.clear();
   const body = [...pattern].map((ch) =>
     ch === "*" ? "[\\s\\S]*" : ch === "?" ? "[\\s\\S]" : ch.replace(/[.+^${}()|[\]\\]/g, "\\$&")
   ).join("");
-  return new RegExp(`^${body}$`, "u");
+  const compiled = new RegExp(`^${body}$`, "u");
+  patternCache.set(pattern, compiled);
+  return compiled;
 }
 
 /**

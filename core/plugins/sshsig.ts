@@ -105,13 +105,50 @@ function own(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
   return new Uint8Array(bytes);
 }
 
+/**
+ * `bytes` as WebCrypto's BufferSource: itself when a plain ArrayBuffer backs it (WebCrypto copies its input when
+ * called), else a copy. Saves copying a whole manifest per digest.
+ */
+function bufferSource(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return bytes.buffer instanceof ArrayBuffer ? bytes as Uint8Array<ArrayBuffer> : own(bytes);
+}
+
 function encodeBase64(bytes: Uint8Array): string {
   let binary = "";
   for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    // apply, not spread: spreading a typed array walks an iterator, one object per byte when cold.
+    binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000) as unknown as number[]);
   }
   return btoa(binary);
 }
+
+/**
+ * Results worth keeping for the life of the process, keyed by bytes in base64: one signer usually signs every
+ * plugin, so its fingerprint and its WebCrypto key are computed once, not per plugin. Bounded, in case every
+ * plugin brings its own key.
+ */
+class BoundedCache<T> {
+  readonly #entries = new Map<string, T>();
+  constructor(private readonly limit: number) {}
+
+  get(key: string): T | undefined {
+    return this.#entries.get(key);
+  }
+
+  set(key: string, value: T): void {
+    if (this.#entries.size >= this.limit) this.#entries.clear();
+    this.#entries.set(key, value);
+  }
+
+  delete(key: string, value: T): void {
+    if (this.#entries.get(key) === value) this.#entries.delete(key);
+  }
+}
+
+/** `SHA256:...` fingerprints by key blob (base64). */
+const fingerprints = new BoundedCache<string>(256);
+/** Imported Ed25519 verification keys by raw key (base64); a key that fails to import is not kept. */
+const verifyKeys = new BoundedCache<Promise<CryptoKey>>(256);
 
 /** Strict base64 (padded, standard alphabet) to bytes, or null. */
 function decodeBase64(text: string): Uint8Array | null {
@@ -183,9 +220,13 @@ function unsupportedKeyType(type: string): string {
   );
 }
 
-async function fingerprintOf(blob: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", own(blob)));
-  return "SHA256:" + encodeBase64(digest).replace(/=+$/, "");
+async function fingerprintOf(blob: Uint8Array<ArrayBuffer>, base64: string): Promise<string> {
+  const known = fingerprints.get(base64);
+  if (known !== undefined) return known;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", blob));
+  const fingerprint = "SHA256:" + encodeBase64(digest).replace(/=+$/, "");
+  fingerprints.set(base64, fingerprint);
+  return fingerprint;
 }
 
 /**
@@ -204,12 +245,13 @@ async function keyFromBlob(
   if (raw.length !== 32) fail(`the Ed25519 key is ${raw.length} bytes, expected 32`);
   if (reader.remaining !== 0) fail(`trailing data after the key: ${byteCount(reader.remaining)}`);
   const copy = own(blob);
+  const base64 = encodeBase64(copy);
   return Object.freeze({
     type: KEY_TYPE,
     raw: copy.slice(copy.length - 32),
     blob: copy,
-    fingerprint: await fingerprintOf(copy),
-    text: `${KEY_TYPE} ${encodeBase64(copy)}`,
+    fingerprint: await fingerprintOf(copy, base64),
+    text: `${KEY_TYPE} ${base64}`,
   });
 }
 
@@ -322,7 +364,7 @@ async function signedData(
   hashAlgorithm: "sha256" | "sha512",
 ): Promise<Uint8Array<ArrayBuffer>> {
   const digest = new Uint8Array(
-    await crypto.subtle.digest(hashAlgorithm === "sha256" ? "SHA-256" : "SHA-512", own(message)),
+    await crypto.subtle.digest(hashAlgorithm === "sha256" ? "SHA-256" : "SHA-512", bufferSource(message)),
   );
   return concat(
     encoder.encode(MAGIC),
@@ -331,6 +373,19 @@ async function signedData(
     sshString(hashAlgorithm),
     sshString(digest),
   );
+}
+
+/** The WebCrypto verification key of a raw Ed25519 public key, imported once per key. */
+function verifyKey(raw: Uint8Array): Promise<CryptoKey> {
+  const id = encodeBase64(raw);
+  let key = verifyKeys.get(id);
+  if (key === undefined) {
+    const imported = crypto.subtle.importKey("raw", own(raw), { name: "Ed25519" }, false, ["verify"]);
+    imported.catch(() => verifyKeys.delete(id, imported));
+    verifyKeys.set(id, imported);
+    key = imported;
+  }
+  return key;
 }
 
 /**
@@ -353,8 +408,12 @@ export async function verifySignature(
   const data = await signedData(message, namespace, sig.hashAlgorithm);
   let valid: boolean;
   try {
-    const key = await crypto.subtle.importKey("raw", own(sig.publicKey.raw), { name: "Ed25519" }, false, ["verify"]);
-    valid = await crypto.subtle.verify({ name: "Ed25519" }, key, own(sig.signature), data);
+    valid = await crypto.subtle.verify(
+      { name: "Ed25519" },
+      await verifyKey(sig.publicKey.raw),
+      bufferSource(sig.signature),
+      data,
+    );
   } catch {
     valid = false; // a public key that is not a curve point cannot have signed anything
   }
