@@ -220,6 +220,21 @@ describe(`plugin statuses (${runtimeName})`, () => {
     });
     add("schema", "invalid-manifest", /^tools\.echo\.inputSchema uses the unsupported keyword "\$ref"$/);
 
+    await writePlugin(plugins, "badargv", {
+      edit: (m) => {
+        m.risk = "gate";
+        m.capabilities = { readRoots: ["*"], argv: ["/bin/sh"] };
+      },
+    });
+    add("badargv", "invalid-manifest", /^manifest\.json capabilities\.argv\.0: /);
+
+    const surrogate = await writePlugin(plugins, "surrogate");
+    writeFileSync(
+      path.join(plugins, "surrogate", "manifest.json"),
+      surrogate.manifestText.replace('"author":"tests"', '"author":"\\ud800"'),
+    );
+    add("surrogate", "not-canonical", /^manifest\.json has no canonical form: /);
+
     await pin("host", await writePlugin(plugins, "host", { tool: "context" }));
     add("host", "name-conflict", /^tool host_context is already served by a built-in tool$/);
 
@@ -271,6 +286,8 @@ describe(`plugin statuses (${runtimeName})`, () => {
       "repinned",
       "wrongid",
       "schema",
+      "badargv",
+      "surrogate",
       "host",
     ]
   ) {
@@ -297,7 +314,7 @@ describe(`plugin statuses (${runtimeName})`, () => {
   it("--strict-plugins refuses to start when any plugin is refused", async () => {
     const { code, stderr } = await runWarden(["tools", "--strict-plugins"], { env });
     assert.equal(code, 2);
-    assert.match(stderr, /^warden: Plugins refused with --strict-plugins: duplicate is not-canonical \(/m);
+    assert.match(stderr, /^warden: Plugins refused with --strict-plugins: badargv is invalid-manifest \(/m);
     assert.match(stderr, /fix them or start without --strict-plugins\n$/);
   });
 });

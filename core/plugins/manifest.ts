@@ -1,6 +1,8 @@
 // The plugin manifest: what a plugin is, what it may touch and the tools it
 // serves, signed as exact bytes. The bytes must be their own RFC 8785
 // canonical form, so one signed text has exactly one reading.
+import { declaredOrigin } from "../egress.ts";
+import { PROGRAM_NAME } from "../spawn.ts";
 import * as v from "valibot";
 import { canonicalJson } from "../canonical_json.ts";
 import { schemaProblems } from "../json_schema.ts";
@@ -46,12 +48,23 @@ export const ManifestSchema = v.strictObject({
       v.description('Root ids the plugin may read, or "*" for every configured root.'),
     ),
     argv: v.optional(
-      v.pipe(v.array(v.string()), v.description("Programs a gate plugin may run (risk gate and above).")),
+      v.pipe(
+        v.array(v.pipe(v.string(), v.regex(PROGRAM_NAME))),
+        v.description("Program names (never paths) a gate plugin may run, resolved in PATH when the host starts."),
+      ),
     ),
     writeRoots: v.optional(
-      v.pipe(v.array(v.string()), v.description("Roots an external-side-effect plugin may write.")),
+      v.pipe(
+        v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/))),
+        v.description("Root ids an external-side-effect plugin may write under."),
+      ),
     ),
-    netHosts: v.optional(v.pipe(v.array(v.string()), v.description("Hosts an external-side-effect plugin may reach."))),
+    netHosts: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.string(), v.regex(/^https?:\/\/[^/?#@\s]+$/))),
+        v.description('Origins an external-side-effect plugin may fetch from, e.g. "https://api.example.com".'),
+      ),
+    ),
   }),
   tools: v.pipe(v.array(ManifestTool), v.minLength(1), v.maxLength(64)),
 });
@@ -113,7 +126,13 @@ export function readManifest(bytes: Uint8Array, directory: string): Manifest | M
       }
       return { status: "invalid-manifest", reason: `manifest.json is not JSON: ${(error as Error).message}` };
     }
-    const canonical = canonicalJson(value);
+    let canonical: string;
+    try {
+      canonical = canonicalJson(value);
+    } catch (error) {
+      // A lone surrogate, for one: no canonical form exists, so no signature can mean one text.
+      return { status: "not-canonical", reason: `manifest.json has no canonical form: ${(error as Error).message}` };
+    }
     if (canonical !== text) {
       const at = firstDifference(canonical, text);
       const what = text.length > canonical.length && at === canonical.length
@@ -148,6 +167,16 @@ export function readManifest(bytes: Uint8Array, directory: string): Manifest | M
         return { status: "invalid-manifest", reason: `capability ${key} is not available to risk class "gate"` };
       }
     }
+  }
+  if (manifest.risk === "external-side-effect" && (manifest.capabilities.argv ?? []).length > 0) {
+    return { status: "invalid-manifest", reason: 'capability argv is only for risk class "gate"' };
+  }
+  const notOrigin = (manifest.capabilities.netHosts ?? []).find((host) => declaredOrigin(host) !== host);
+  if (notOrigin !== undefined) {
+    return {
+      status: "invalid-manifest",
+      reason: `netHosts entry "${notOrigin}" is not an origin such as https://host or https://host:port`,
+    };
   }
   const names = new Set<string>();
   for (const tool of manifest.tools) {
