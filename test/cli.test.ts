@@ -12,9 +12,10 @@ describe(`cli (${runtimeName})`, () => {
     const lines = stdout.trimEnd().split("\n");
     assert.match(lines[0], /^NAME\s+RISK\s+DESCRIPTION$/);
     assert.match(lines[1], /^change_summary\s+gate\s+Summarises the changes in a root's git working tree .*\.$/);
-    assert.match(lines[2], /^extension_list\s+read\s+Lists every plugin directory with its id, .*\.$/);
-    assert.match(lines[3], /^host_context\s+read\s+Describes this warden server: .*\.$/);
-    assert.match(lines[4], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
+    assert.match(lines[2], /^code_about\s+read\s+Describes one JavaScript or TypeScript module of a root: .*\.$/);
+    assert.match(lines[6], /^extension_list\s+read\s+Lists every plugin directory with its id, .*\.$/);
+    assert.match(lines[7], /^host_context\s+read\s+Describes this warden server: .*\.$/);
+    assert.match(lines[8], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
     assert.equal(stderr, "", "nothing on stderr for a clean run");
   });
 

@@ -1,0 +1,240 @@
+// code_dead_exports over the fixture trees and a generated tree whose dead
+// exports are known by construction, driven over MCP.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { runtimeName, type Session, tempDir } from "./helpers.ts";
+import {
+  call,
+  callError,
+  connectRoot,
+  type Fixture,
+  layeredTree,
+  openFixture,
+  writeTree,
+} from "./fixtures/code/harness.ts";
+
+interface Finding {
+  file: string;
+  name: string;
+  line: number;
+  kind: string;
+  typeOnly: boolean;
+  usedInFile: boolean;
+  reason?: string;
+}
+interface Dead {
+  root: string;
+  path: string;
+  dead: Finding[];
+  undetermined: Finding[];
+  totals: { modules: number; exports: number; used: number; dead: number; undetermined: number };
+  truncated: boolean;
+  entryPoints: { file: string; from: string }[];
+  warnings: string[];
+  graph: { modules: number; cached: boolean; parsed: number; ms: number };
+}
+
+/** Findings as `file#name` strings. */
+const names = (list: Finding[]) => list.map((f) => `${f.file}#${f.name}`);
+
+function deadSuite(archive: string, body: (get: () => Fixture) => void) {
+  describe(`code_dead_exports, ${archive} (${runtimeName})`, () => {
+    let fixture: Fixture;
+    before(async () => {
+      fixture = await openFixture(archive);
+    });
+    after(async () => {
+      await fixture.close();
+    });
+    body(() => fixture);
+  });
+}
+
+const dead = (f: Fixture, args: Record<string, unknown> = {}) => call<Dead>(f.session, "code_dead_exports", args);
+
+deadSuite("dead_exports", (get) => {
+  it("keeps entry points, follows re-exports and namespace members, and says what it cannot decide", async () => {
+    const r = await dead(get());
+    assert.deepEqual(r.entryPoints, [
+      { file: "src/api.ts", from: 'package.json exports["."]' },
+      { file: "src/cli.ts", from: 'package.json bin["demo"]' },
+    ]);
+    assert.deepEqual(r.dead.map((f) => [f.file, f.name, f.line, f.kind, f.typeOnly, f.usedInFile]), [
+      ["scripts/seed.ts", "seed", 1, "variable", false, false],
+      ["src/barrel.ts", "toys", 2, "re-export", false, false],
+      ["src/internal/helpers.ts", "helperB", 2, "variable", false, false],
+      ["src/kit.ts", "beta", 2, "variable", false, true],
+      ["src/kit.ts", "delta", 4, "variable", false, false],
+      ["src/legacy.cjs", "unused", 1, "commonjs", false, false],
+      ["src/lexer.ts", "UnusedToken", 4, "interface", true, false],
+      ["src/parser.ts", "unusedParser", 5, "function", false, false],
+      ["src/toys.ts", "ball", 1, "variable", false, false],
+      ["src/uses_helpers.ts", "x", 2, "variable", false, false],
+    ]);
+    assert.deepEqual(r.undetermined, [
+      {
+        file: "src/kit.ts",
+        name: "gamma",
+        line: 3,
+        kind: "variable",
+        typeOnly: false,
+        usedInFile: false,
+        reason: "src/broken.ts does not parse and mentions gamma",
+      },
+    ]);
+    assert.deepEqual(r.totals, { modules: 12, exports: 21, used: 10, dead: 10, undetermined: 1 });
+    assert.equal(r.truncated, false);
+  });
+
+  it("takes more entry points as globs, and can leave type-only exports out", async () => {
+    const r = await dead(get(), { entries: ["scripts/**/*.ts"], includeTypes: false });
+    assert.ok(!names(r.dead).includes("scripts/seed.ts#seed"));
+    assert.ok(!names(r.dead).includes("src/lexer.ts#UnusedToken"));
+    assert.deepEqual(r.entryPoints.map((e) => e.from), [
+      'entries "scripts/**/*.ts"',
+      'package.json exports["."]',
+      'package.json bin["demo"]',
+    ]);
+  });
+
+  it("narrows the report to a sub-path, the analysis still covering the root", async () => {
+    const r = await dead(get(), { path: "src/internal" });
+    assert.equal(r.path, "src/internal");
+    assert.deepEqual(names(r.dead), ["src/internal/helpers.ts#helperB"]);
+    assert.deepEqual(r.totals, { modules: 1, exports: 2, used: 1, dead: 1, undetermined: 0 });
+    const limited = await dead(get(), { limit: 2 });
+    assert.equal(limited.dead.length, 2);
+    assert.equal(limited.totals.dead, 10);
+    assert.equal(limited.truncated, true);
+  });
+
+  it("refuses a path that is not in the root, by argument name", async () => {
+    assert.equal(
+      await callError(get().session, "code_dead_exports", { path: "nowhere" }),
+      'Invalid argument "path": "nowhere" is not a directory or file in root "default"; pass a path relative to the root',
+    );
+  });
+});
+
+deadSuite("star_exports", (get) => {
+  it("treats src/index.ts as an entry: what it re-exports is public, a shadowed name and default are not", async () => {
+    const r = await dead(get());
+    assert.deepEqual(r.entryPoints.map((e) => e.file), ["src/index.ts"]);
+    assert.deepEqual(names(r.dead), [
+      "src/a.ts#a2",
+      "src/a.ts#default",
+      "src/b.ts#unusedB",
+      "src/consumer.ts#used",
+    ]);
+    assert.deepEqual(r.undetermined, []);
+  });
+
+  it("without the default entries, follows the consumer's imports through export * and export * as ns", async () => {
+    const r = await dead(get(), { defaultEntries: false });
+    assert.deepEqual(names(r.dead), [
+      "src/a.ts#a2",
+      "src/a.ts#default",
+      "src/b.ts#unusedB",
+      "src/consumer.ts#used",
+      "src/index.ts#a2",
+      "src/shapes.ts#square",
+    ]);
+  });
+});
+
+deadSuite("namespace_imports", (get) => {
+  it("counts members read from a namespace, and leaves an escaping namespace undetermined", async () => {
+    const r = await dead(get());
+    assert.deepEqual(names(r.dead), [
+      "src/calc.ts#total",
+      "src/calc.ts#square",
+      "src/escape.ts#keys",
+      "src/math.ts#mul",
+      "src/math.ts#Unused",
+    ]);
+    assert.deepEqual(r.undetermined.map((f) => [f.file, f.name, f.reason]), [
+      ["src/util.ts", "u1", "the module object escapes in src/escape.ts:1"],
+      ["src/util.ts", "u2", "the module object escapes in src/escape.ts:1"],
+    ]);
+  });
+});
+
+deadSuite("dynamic_imports", (get) => {
+  it("reads members of an awaited import() and destructured names, and suspects what a computed import() may load", async () => {
+    const r = await dead(get());
+    assert.deepEqual(names(r.dead), ["src/lazy.ts#unused", "src/other/solo.ts#solo", "src/picker.ts#other"]);
+    assert.deepEqual(r.undetermined.map((f) => [f.file, f.name, f.reason]), [
+      ["src/locales/en.ts", "messages", "src/main.ts:9 import() with a computed specifier may load it"],
+    ]);
+  });
+});
+
+deadSuite("require_js", (get) => {
+  it("reads CommonJS exports and require() destructuring; package.json main is an entry", async () => {
+    const r = await dead(get());
+    assert.deepEqual(r.entryPoints, [{ file: "lib/index.js", from: "package.json main" }]);
+    assert.deepEqual(r.dead.map((f) => [f.file, f.name, f.kind]), [
+      ["lib/helper.js", "other", "commonjs"],
+      ["lib/plugins.js", "default", "commonjs"],
+    ]);
+  });
+});
+
+deadSuite("type_imports", (get) => {
+  it("counts import type and inline type specifiers as uses", async () => {
+    const r = await dead(get());
+    assert.deepEqual(names(r.dead), ["src/app.ts#app", "src/view.ts#view"]);
+  });
+});
+
+deadSuite("jsx_tsx", (get) => {
+  it("counts JSX namespace members as uses", async () => {
+    const r = await dead(get());
+    assert.deepEqual(names(r.dead), [
+      "src/App.tsx#App",
+      "src/components/Button.tsx#unusedThing",
+      "src/icons.tsx#Moon",
+      "src/legacy.jsx#default",
+    ]);
+  });
+});
+
+deadSuite("package_exports", (get) => {
+  it("takes exports subpaths as entries and suspects what an unresolved self-import may name", async () => {
+    const r = await dead(get());
+    assert.deepEqual(r.entryPoints.map((e) => [e.file, e.from]), [
+      ["src/feature.ts", 'package.json exports["./feature"]["types"]'],
+      ["src/index.ts", 'package.json exports["."]'],
+      ["src/utils/format.ts", 'package.json exports["./utils/*"]'],
+      ["test/index.test.ts", "default pattern **/*.{test,spec}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}"],
+    ]);
+    assert.deepEqual(names(r.dead), ["src/config.ts#config"]);
+    assert.deepEqual(r.undetermined.map((f) => [f.file, f.name, f.reason]), [
+      ["src/hidden.ts", "hidden", 'src/index.ts:4 imports "@demo/pkg/hidden", which does not resolve'],
+    ]);
+  });
+});
+
+describe(`code_dead_exports on a generated tree (${runtimeName})`, () => {
+  const tree = layeredTree(5, 50, 11);
+  let session: Session;
+  let work: { dir: string; remove: () => void };
+  before(async () => {
+    work = tempDir("warden-code-dead-");
+    writeTree(work.dir, tree.files);
+    session = await connectRoot(work.dir);
+  });
+  after(async () => {
+    await session.close();
+    work.remove();
+  });
+
+  it("finds exactly the exports no module imports, known by construction", async () => {
+    const r = await call<Dead>(session, "code_dead_exports", { limit: 100000 });
+    assert.deepEqual(names(r.dead).sort(), tree.deadExports());
+    assert.deepEqual(r.undetermined, []);
+    assert.equal(r.totals.exports, 250 * 4);
+    const again = await call<Dead>(session, "code_dead_exports", { limit: 100000 });
+    assert.equal(again.graph.cached, true);
+  });
+});

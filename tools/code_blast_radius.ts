@@ -1,0 +1,137 @@
+// code_blast_radius (read): every module of a root that imports a module,
+// directly or transitively, with depth and type-only dependencies marked.
+import * as v from "valibot";
+import { defineTool } from "../core/tool.ts";
+import { fileArgument, unknownsReaching } from "./lib/graph_queries.ts";
+import { moduleGraph } from "./lib/module_graph.ts";
+
+/**
+ * Risk class `read`: lists and reads the files of one configured root through
+ * `ctx.fs` (node_modules left out) and touches nothing else.
+ */
+export const tool = defineTool({
+  name: "code_blast_radius",
+  title: "Blast radius of a module",
+  description:
+    "Lists every module of a root that imports a module, directly or through other modules: the direct importers (with the lines and specifiers that import it) and the transitive ones with their depth and one module they reach it through. `typeOnly` marks dependents that need the module for types only (every path to it goes through `import type` or type-only names), which a change to its runtime behaviour cannot break. When a file does not parse, an import does not resolve or a specifier is computed and that could add dependents, `lowerBound` is true and `unknownFrom` lists them: the answer is then a lower bound, never complete-looking. The graph is cached per root and refreshed by file size and mtime.",
+  risk: "read",
+  input: v.strictObject({
+    module: v.pipe(
+      v.string(),
+      v.minLength(1),
+      v.description('Module path relative to the root, e.g. "src/db.ts" (the extension and `index` may be left out).'),
+    ),
+    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    maxDepth: v.optional(v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.description("Follow importers this many levels up at most (default: all)."),
+    )),
+    includeTypeOnly: v.optional(v.pipe(
+      v.boolean(),
+      v.description("Follow type-only imports too (default true); false keeps run-time dependents only."),
+    )),
+    limit: v.optional(v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.maxValue(100000),
+      v.description("Most transitive dependents to list (default 2000); totals always count all."),
+    )),
+  }),
+  output: v.object({
+    root: v.string(),
+    module: v.string(),
+    direct: v.array(v.object({
+      path: v.string(),
+      typeOnly: v.boolean(),
+      imports: v.array(v.object({ line: v.number(), specifier: v.string(), kind: v.string(), typeOnly: v.boolean() })),
+    })),
+    transitive: v.array(v.object({ path: v.string(), depth: v.number(), typeOnly: v.boolean(), via: v.string() })),
+    totals: v.object({
+      direct: v.number(),
+      transitive: v.number(),
+      dependents: v.number(),
+      runtime: v.number(),
+      typeOnly: v.number(),
+      maxDepth: v.number(),
+    }),
+    truncated: v.boolean(),
+    lowerBound: v.boolean(),
+    unknownFrom: v.array(v.object({
+      path: v.string(),
+      kind: v.string(),
+      reason: v.string(),
+      line: v.optional(v.number()),
+      specifier: v.optional(v.string()),
+    })),
+    graph: v.object({ modules: v.number(), cached: v.boolean(), parsed: v.number(), ms: v.number() }),
+  }),
+  handler: async (args, ctx) => {
+    const root = args.root ?? ctx.fs.rootIds[0];
+    const graph = await moduleGraph(ctx, root);
+    const file = fileArgument(graph, args.module, "module");
+    const includeTypeOnly = args.includeTypeOnly ?? true;
+    const maxDepth = args.maxDepth ?? Infinity;
+    const limit = args.limit ?? 2000;
+
+    // Breadth first over importers: shortest depth, and one module at depth-1 it is reached through.
+    const reach = (valueOnly: boolean) => {
+      const found = new Map<string, { depth: number; via: string }>();
+      let frontier = [file];
+      for (let depth = 1; frontier.length > 0 && depth <= maxDepth; depth++) {
+        const next: string[] = [];
+        for (const target of frontier) {
+          for (const edge of graph.importersOf(target)) {
+            if (valueOnly && edge.typeOnly) continue;
+            if (edge.from === file || found.has(edge.from)) continue;
+            found.set(edge.from, { depth, via: target });
+            next.push(edge.from);
+          }
+        }
+        frontier = next.sort();
+      }
+      return found;
+    };
+    const runtime = reach(true);
+    const all = includeTypeOnly ? reach(false) : runtime;
+
+    const direct = [...all.entries()].filter(([, d]) => d.depth === 1).map(([path]) => path).sort().map((path) => {
+      const summary = graph.modules.get(path)!.summary!;
+      const imports = graph.importersOf(file).filter((e) => e.from === path).map((e) => {
+        const record = summary.imports[e.index];
+        return { line: record.line, specifier: record.specifier, kind: record.kind, typeOnly: record.typeOnly };
+      }).sort((a, b) => a.line - b.line);
+      return { path, typeOnly: !runtime.has(path), imports };
+    });
+    const transitiveAll = [...all.entries()].filter(([, d]) => d.depth > 1)
+      .map(([path, d]) => ({ path, depth: d.depth, typeOnly: !runtime.has(path), via: d.via }))
+      .sort((a, b) => a.depth - b.depth || (a.path < b.path ? -1 : 1));
+    const transitive = transitiveAll.slice(0, limit);
+    const unknownFrom = unknownsReaching(graph, [file, ...all.keys()], new Set([file, ...all.keys()]));
+    return {
+      root,
+      module: file,
+      direct,
+      transitive,
+      totals: {
+        direct: direct.length,
+        transitive: transitiveAll.length,
+        dependents: all.size,
+        runtime: runtime.size,
+        typeOnly: all.size - runtime.size,
+        maxDepth: Math.max(0, ...[...all.values()].map((d) => d.depth)),
+      },
+      truncated: transitive.length < transitiveAll.length,
+      lowerBound: unknownFrom.length > 0,
+      unknownFrom,
+      graph: {
+        modules: graph.modules.size,
+        cached: graph.build.cached,
+        parsed: graph.build.parsed,
+        ms: graph.build.ms,
+      },
+    };
+  },
+});

@@ -1,0 +1,125 @@
+// code_dead_exports (read): exported symbols of a root's modules that no
+// other module binds, as dead or undetermined (with why), entry points kept.
+import * as v from "valibot";
+import { defineTool } from "../core/tool.ts";
+import { DEFAULT_ENTRY_PATTERNS, entryPoints, exportUsage } from "./lib/export_usage.ts";
+import { dirArgument, within } from "./lib/graph_queries.ts";
+import { moduleGraph } from "./lib/module_graph.ts";
+
+const Finding = v.object({
+  file: v.string(),
+  name: v.string(),
+  line: v.number(),
+  kind: v.string(),
+  typeOnly: v.boolean(),
+  usedInFile: v.boolean(),
+});
+
+/**
+ * Risk class `read`: lists and reads the files of one configured root through
+ * `ctx.fs` (node_modules left out) and touches nothing else.
+ */
+export const tool = defineTool({
+  name: "code_dead_exports",
+  title: "Dead exports",
+  description:
+    "Finds exported symbols of a root's JavaScript and TypeScript modules that no other module binds: not imported by name, not read from a namespace import (`ns.member`), not re-exported onward to a user. `dead` ones can be removed; `undetermined` ones might be used where the graph cannot see (a namespace object that escapes, a dynamic import with a computed specifier, an import that does not resolve, a file that does not parse), each with the reason. Entry points are not dead: what package.json `main`/`module`/`types`/`bin`/`exports` name (mapped from dist/ to sources), index/main/cli files, tests and config files, and the `entries` globs. Each finding has file, line, kind, whether it is type-only, and `usedInFile` when its own file mentions it again (then remove the `export`, not the declaration). The analysis covers the whole root; `path` narrows what is reported.",
+  risk: "read",
+  input: v.strictObject({
+    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    path: v.optional(
+      v.pipe(v.string(), v.description("Report exports of modules under this directory or file only (default: all).")),
+    ),
+    entries: v.optional(v.pipe(
+      v.array(v.pipe(v.string(), v.minLength(1))),
+      v.description(
+        'More entry points, as globs relative to the root, e.g. ["scripts/**/*.ts"]: their exports are public.',
+      ),
+    )),
+    defaultEntries: v.optional(v.pipe(
+      v.boolean(),
+      v.description(`Also treat ${DEFAULT_ENTRY_PATTERNS.join(", ")} as entry points (default true).`),
+    )),
+    includeTypes: v.optional(
+      v.pipe(v.boolean(), v.description("Report type-only exports (interfaces, types) too (default true).")),
+    ),
+    limit: v.optional(v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(1),
+      v.maxValue(100000),
+      v.description("Most findings to return in each list (default 1000); totals count all."),
+    )),
+  }),
+  output: v.object({
+    root: v.string(),
+    path: v.string(),
+    dead: v.array(Finding),
+    undetermined: v.array(v.object({ ...Finding.entries, reason: v.string() })),
+    totals: v.object({
+      modules: v.number(),
+      exports: v.number(),
+      used: v.number(),
+      dead: v.number(),
+      undetermined: v.number(),
+    }),
+    truncated: v.boolean(),
+    entryPoints: v.array(v.object({ file: v.string(), from: v.string() })),
+    warnings: v.array(v.string()),
+    graph: v.object({ modules: v.number(), cached: v.boolean(), parsed: v.number(), ms: v.number() }),
+  }),
+  handler: async (args, ctx) => {
+    const root = args.root ?? ctx.fs.rootIds[0];
+    const graph = await moduleGraph(ctx, root);
+    const scope = dirArgument(graph, args.path, "path");
+    const includeTypes = args.includeTypes ?? true;
+    const limit = args.limit ?? 1000;
+    const patterns = [
+      ...(args.defaultEntries ?? true
+        ? DEFAULT_ENTRY_PATTERNS.map((glob) => ({ glob, from: `default pattern ${glob}` }))
+        : []),
+      ...(args.entries ?? []).map((glob) => ({
+        glob: glob.replace(/^\.\//, ""),
+        from: `entries ${JSON.stringify(glob)}`,
+      })),
+    ];
+    const key = `dead-exports\0${JSON.stringify(patterns)}`;
+    let usage = graph.memo.get(key) as ReturnType<typeof exportUsage> | undefined;
+    if (!usage) {
+      usage = exportUsage(graph, entryPoints(graph, patterns));
+      graph.memo.set(key, usage);
+    }
+    const keep = <T extends { file: string; typeOnly: boolean }>(list: readonly T[]) =>
+      list.filter((f) => within(f.file, scope) && (includeTypes || !f.typeOnly));
+    const dead = keep(usage.dead);
+    const undetermined = keep(usage.undetermined);
+    let modules = 0;
+    for (const [file, module] of graph.modules) if (!module.outside && module.summary && within(file, scope)) modules++;
+    return {
+      root,
+      path: scope,
+      dead: dead.slice(0, limit).map(({ reason: _, ...f }) => f),
+      undetermined: undetermined.slice(0, limit).map((f) => ({ ...f, reason: f.reason ?? "" })),
+      totals: {
+        modules,
+        exports: scope === "." ? usage.total : dead.length + undetermined.length + countUsed(usage, scope),
+        used: scope === "." ? usage.used : countUsed(usage, scope),
+        dead: dead.length,
+        undetermined: undetermined.length,
+      },
+      truncated: dead.length > limit || undetermined.length > limit,
+      entryPoints: usage.entryPoints.filter((e) => within(e.file, scope)).map((e) => ({ ...e })),
+      warnings: [...graph.warnings],
+      graph: {
+        modules: graph.modules.size,
+        cached: graph.build.cached,
+        parsed: graph.build.parsed,
+        ms: graph.build.ms,
+      },
+    };
+  },
+});
+
+function countUsed(usage: ReturnType<typeof exportUsage>, scope: string): number {
+  return usage.usedIn.filter((file) => within(file, scope)).length;
+}

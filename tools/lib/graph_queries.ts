@@ -1,0 +1,272 @@
+// Questions the code tools ask of a module graph: which module an argument
+// names, what a module exports once re-exports are followed, and which of the
+// places the graph cannot see through could change an answer.
+import path from "node:path";
+import { problem, received, WardenError } from "../../core/errors.ts";
+import type { GraphModule, ModuleGraph, UnknownSource } from "./module_graph.ts";
+import { globToRegExp } from "./packages.ts";
+import type { ExportRecord, SymbolKind } from "./module_summary.ts";
+import { MODULE_EXTENSIONS } from "./module_summary.ts";
+import type { Resolution } from "./resolver.ts";
+
+/**
+ * The root-relative file a path argument names: exact, or as an import
+ * would find it (extension added, `index` file). Throws a WardenError that
+ * names the argument when it is not a file of the root.
+ */
+export function fileArgument(graph: ModuleGraph, input: string, argument: string): string {
+  const bad = (detail: string, fix: string) =>
+    new WardenError("invalid_arguments", problem(`Invalid argument "${argument}"`, detail, fix));
+  if (input.includes("\0")) throw bad(`${received(input)} contains a NUL byte`, "pass a path relative to the root");
+  const slashed = input.replace(/\\/g, "/");
+  if (slashed.startsWith("/") || /^[a-z]:\//i.test(slashed)) {
+    throw bad(`${received(input)} is an absolute path`, "pass a path relative to the root");
+  }
+  const rel = path.posix.normalize(slashed).replace(/^\.\//, "").replace(/\/$/, "");
+  if (rel === ".." || rel.startsWith("../")) throw bad(`${received(input)} leads outside the root`, "remove the `..`");
+  if (graph.files.has(rel)) return rel;
+  const candidates = [
+    ...MODULE_EXTENSIONS.map((ext) => rel + ext),
+    ...MODULE_EXTENSIONS.map((ext) => `${rel === "." ? "" : rel + "/"}index${ext}`),
+  ];
+  const found = candidates.find((c) => graph.modules.has(c)) ?? candidates.find((c) => graph.files.has(c));
+  if (found) return found;
+  const near = [...graph.modules.keys()].filter((m) => path.posix.basename(m).startsWith(path.posix.basename(rel)))
+    .slice(0, 3);
+  throw bad(
+    `${received(input)} is not a file in root "${graph.root}"`,
+    near.length ? `did you mean ${near.map((n) => JSON.stringify(n)).join(", ")}?` : "pass a path relative to the root",
+  );
+}
+
+/** A directory argument (`.` for the whole root); throws when no file of the root lies under it. */
+export function dirArgument(graph: ModuleGraph, input: string | undefined, argument: string): string {
+  if (input === undefined) return ".";
+  const bad = (detail: string, fix: string) =>
+    new WardenError("invalid_arguments", problem(`Invalid argument "${argument}"`, detail, fix));
+  const slashed = input.replace(/\\/g, "/");
+  if (slashed.startsWith("/") || /^[a-z]:\//i.test(slashed)) {
+    throw bad(`${received(input)} is an absolute path`, "pass a path relative to the root");
+  }
+  const rel = path.posix.normalize(slashed).replace(/^\.\//, "").replace(/\/$/, "") || ".";
+  if (rel === ".." || rel.startsWith("../")) throw bad(`${received(input)} leads outside the root`, "remove the `..`");
+  if (rel === ".") return rel;
+  if (graph.files.has(rel)) return rel;
+  for (const file of graph.files) if (file.startsWith(rel + "/")) return rel;
+  throw bad(
+    `${received(input)} is not a directory or file in root "${graph.root}"`,
+    "pass a path relative to the root",
+  );
+}
+
+/** Whether `file` is `scope` or lies under it (`.` holds everything). */
+export function within(file: string, scope: string): boolean {
+  return scope === "." || file === scope || file.startsWith(scope + "/");
+}
+
+/** An import target as the tools print it. */
+export interface TargetView {
+  readonly kind: Resolution["kind"];
+  readonly path?: string;
+  readonly also?: string;
+  readonly package?: string;
+  readonly installed?: boolean;
+  readonly name?: string;
+  readonly reason?: string;
+}
+
+/** A resolution, flattened for output. */
+export function targetView(resolution: Resolution): TargetView {
+  return { ...resolution };
+}
+
+/** One name a module exports, re-exports followed. */
+export interface ExportView {
+  readonly name: string;
+  readonly kind: SymbolKind;
+  readonly typeOnly: boolean;
+  readonly line: number;
+  /** For re-exports: the specifier written, and where it leads. */
+  readonly from?: { readonly specifier: string; readonly target: TargetView; readonly name: string };
+  /** Reached through `export * from`. */
+  readonly viaStar?: boolean;
+}
+
+/** The import binding a local name of `module` comes from, if it is one. */
+export function importOfLocal(
+  module: GraphModule,
+  local: string,
+): { index: number; imported: string; typeOnly: boolean } | undefined {
+  const imports = module.summary?.imports ?? [];
+  for (let index = 0; index < imports.length; index++) {
+    const record = imports[index];
+    if (record.kind === "re-export") continue;
+    for (const binding of record.bindings) {
+      if (binding.local === local) return { index, imported: binding.imported, typeOnly: binding.typeOnly };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * What `path` exports: its own exports, re-exports with their source, and
+ * the names `export *` brings from modules of the root (recursively; a local
+ * name wins over a star, as in TypeScript). Stars that lead outside the
+ * root or nowhere are returned as `opaque`.
+ */
+export function moduleExports(
+  graph: ModuleGraph,
+  path: string,
+  seen: Set<string> = new Set(),
+): { exports: ExportView[]; opaque: { specifier: string; line: number; target: TargetView }[] } {
+  const module = graph.modules.get(path);
+  const summary = module?.summary;
+  if (!module || !summary || seen.has(path)) return { exports: [], opaque: [] };
+  seen.add(path);
+  const exports: ExportView[] = [];
+  const opaque: { specifier: string; line: number; target: TargetView }[] = [];
+  const names = new Set<string>();
+  const stars: ExportRecord[] = [];
+  for (const record of summary.exports) {
+    if (record.name === "*") {
+      stars.push(record);
+      continue;
+    }
+    names.add(record.name);
+    let from: ExportView["from"];
+    if (record.from !== undefined) {
+      const imp = summary.imports[record.from];
+      from = {
+        specifier: imp.specifier,
+        target: targetView(module.resolutions[record.from]),
+        name: record.sourceName!,
+      };
+    } else if (record.local !== undefined) {
+      const binding = importOfLocal(module, record.local);
+      if (binding) {
+        const imp = summary.imports[binding.index];
+        from = {
+          specifier: imp.specifier,
+          target: targetView(module.resolutions[binding.index]),
+          name: binding.imported,
+        };
+      }
+    }
+    exports.push({
+      name: record.name,
+      kind: from && record.kind === "value" ? "re-export" : record.kind,
+      typeOnly: record.typeOnly,
+      line: record.line,
+      ...(from ? { from } : {}),
+    });
+  }
+  for (const star of stars) {
+    const imp = summary.imports[star.from!];
+    const resolution = module.resolutions[star.from!];
+    if (resolution.kind !== "module" || !graph.modules.get(resolution.path)?.summary) {
+      opaque.push({ specifier: imp.specifier, line: star.line, target: targetView(resolution) });
+      continue;
+    }
+    const inner = moduleExports(graph, resolution.path, new Set(seen));
+    opaque.push(...inner.opaque.map((o) => ({ ...o, line: star.line, specifier: imp.specifier })));
+    for (const exp of inner.exports) {
+      if (exp.name === "default" || names.has(exp.name)) continue;
+      names.add(exp.name);
+      exports.push({
+        name: exp.name,
+        kind: exp.kind,
+        typeOnly: exp.typeOnly || star.typeOnly,
+        line: star.line,
+        from: { specifier: imp.specifier, target: targetView(resolution), name: exp.name },
+        viaStar: true,
+      });
+    }
+  }
+  return { exports, opaque };
+}
+
+/** A file whose imports are not fully known and that could change an answer. */
+export interface UnknownView {
+  readonly path: string;
+  readonly kind: UnknownSource["kind"];
+  readonly reason: string;
+  readonly line?: number;
+  readonly specifier?: string;
+}
+
+function stemOf(file: string): string[] {
+  const base = path.posix.basename(file).replace(/(\.d)?\.[^.]+$/, "");
+  if (base === "index") {
+    const dir = path.posix.basename(path.posix.dirname(file));
+    return dir && dir !== "." ? [dir] : [];
+  }
+  return [base];
+}
+
+/**
+ * The unknown sources that could import one of `targets` without the graph
+ * seeing it: a file that does not parse and mentions a target's name, an
+ * unresolved specifier whose last segment names a target, a computed import
+ * whose pattern matches one (or that has no pattern). Files in `known` (already
+ * in the answer) are left out: their unknown imports cannot add them again.
+ */
+export function unknownsReaching(
+  graph: ModuleGraph,
+  targets: Iterable<string>,
+  known: ReadonlySet<string>,
+): UnknownView[] {
+  const list = [...targets];
+  const stems = new Set<string>();
+  for (const target of list) for (const stem of stemOf(target)) stems.add(stem.toLowerCase());
+  const out: UnknownView[] = [];
+  for (const unknown of graph.unknowns) {
+    if (known.has(unknown.path)) continue;
+    let reaches = false;
+    switch (unknown.kind) {
+      case "unreadable":
+        reaches = true;
+        break;
+      case "parse-error": {
+        const words = graph.modules.get(unknown.path)?.summary?.words ?? [];
+        reaches = words.some((w) => stems.has(w.toLowerCase()));
+        break;
+      }
+      case "unresolved": {
+        const spec = (unknown.specifier ?? "").replace(/^#/, "").replace(/[?#].*$/, "").replace(/\/+$/, "");
+        const last = spec.slice(spec.lastIndexOf("/") + 1).replace(/(\.d)?\.[^.]+$/, "").toLowerCase();
+        reaches = last === "" || last === "." || last === ".." || stems.has(last);
+        break;
+      }
+      case "computed-import": {
+        if (!unknown.pattern) reaches = true;
+        else {
+          const re = globToRegExp(unknown.pattern);
+          reaches = list.some((t) => re.test(t) || re.test(t.replace(/\.[^./]+$/, "")));
+        }
+        break;
+      }
+    }
+    if (reaches) {
+      out.push({
+        path: unknown.path,
+        kind: unknown.kind,
+        reason: unknown.reason,
+        ...(unknown.line !== undefined ? { line: unknown.line } : {}),
+        ...(unknown.specifier !== undefined ? { specifier: unknown.specifier } : {}),
+      });
+    }
+  }
+  return out;
+}
+
+/** The language of a file, by extension. */
+export function languageOf(file: string): string {
+  const ext = file.slice(file.lastIndexOf(".") + 1).toLowerCase();
+  if (/\.d\.[mc]?ts$/.test(file)) return "typescript-declaration";
+  if (["ts", "mts", "cts"].includes(ext)) return "typescript";
+  if (ext === "tsx") return "tsx";
+  if (["js", "mjs", "cjs"].includes(ext)) return "javascript";
+  if (ext === "jsx") return "jsx";
+  if (ext === "json") return "json";
+  return ext || "unknown";
+}

@@ -1,0 +1,637 @@
+// What one module says about itself, read from its syntax alone: the modules
+// it imports (with the names it binds and how it uses namespace-like
+// bindings), what it exports, the symbols it declares, and whether it parsed.
+// The syntax tree is dropped after this: the module graph keeps summaries only.
+import type { ts as TS } from "ts-morph";
+import type { TsApi } from "./ts_api.ts";
+
+/** How a module names another. */
+export type ImportKind =
+  | "static" //          import { a } from "x" / import x from "x" / import * as x from "x"
+  | "side-effect" //     import "x"
+  | "re-export" //       export { a } from "x" / export * from "x" / export * as ns from "x"
+  | "dynamic" //         import("x")
+  | "require" //         require("x")
+  | "import-equals" //   import x = require("x")
+  | "import-type"; //    type T = import("x").T
+
+/** One name an import takes from the module it names. */
+export interface Binding {
+  /** The export taken: a name, `default`, or `*` for the whole module object. */
+  readonly imported: string;
+  /** The local name (imports), the exported name (re-exports), `*` for `export *`, "" when unnamed. */
+  readonly local: string;
+  readonly typeOnly: boolean;
+  /** Members read from the binding (`ns.a`, `ns["a"]`, `ns.A` in a type), sorted. */
+  readonly members?: readonly string[];
+  /** Whether the binding is used other than by reading a member: passed on, spread, indexed. */
+  readonly escapes?: boolean;
+}
+
+/** One module specifier written in the file. */
+export interface ImportRecord {
+  readonly specifier: string;
+  readonly line: number;
+  readonly kind: ImportKind;
+  /** True when nothing of the target is needed at run time. */
+  readonly typeOnly: boolean;
+  readonly bindings: readonly Binding[];
+}
+
+/** Kinds of declared symbols and exports. */
+export type SymbolKind =
+  | "function"
+  | "class"
+  | "interface"
+  | "type"
+  | "enum"
+  | "variable"
+  | "namespace"
+  | "value" //     export default <expression>
+  | "re-export" // export { a } from "x", export * from "x"
+  | "commonjs"; // module.exports / exports.x
+
+/** One name the module exports. */
+export interface ExportRecord {
+  /** The exported name; `default`; `export=`; `*` for `export * from`. */
+  readonly name: string;
+  readonly kind: SymbolKind;
+  readonly typeOnly: boolean;
+  readonly line: number;
+  /** For re-exports: the index of the import record they come from. */
+  readonly from?: number;
+  /** For re-exports: the name taken from the source (`*` for a namespace). */
+  readonly sourceName?: string;
+  /** For `export { x }` and `export default x`: the local name exported. */
+  readonly local?: string;
+  /** Whether the declared name is mentioned in the file besides its declaration (and export). */
+  readonly usedInFile?: boolean;
+}
+
+/** One top-level declaration. */
+export interface SymbolRecord {
+  readonly name: string;
+  readonly kind: SymbolKind;
+  readonly line: number;
+  readonly exported: boolean;
+  readonly typeOnly: boolean;
+}
+
+/** An `import()` or `require()` whose specifier is not a literal. */
+export interface ComputedImport {
+  readonly line: number;
+  readonly kind: "dynamic" | "require";
+  /** The static parts of a template specifier, e.g. `./locales/*.json`; absent when fully computed. */
+  readonly pattern?: string;
+}
+
+/** Everything the graph keeps about one module. */
+export interface ModuleSummary {
+  readonly imports: readonly ImportRecord[];
+  readonly exports: readonly ExportRecord[];
+  readonly symbols: readonly SymbolRecord[];
+  readonly computed: readonly ComputedImport[];
+  /** Set when the parser reported errors: the answer may miss imports or exports of this file. */
+  readonly parseError?: { readonly line: number; readonly message: string };
+  /** Identifiers in the text of a file that did not parse, to tell which names it may use. */
+  readonly words?: readonly string[];
+  /** Whether the file assigns `module.exports` or `exports.x`. */
+  readonly commonjs: boolean;
+}
+
+/** File extensions the graph parses as modules. */
+export const MODULE_EXTENSIONS: readonly string[] = Object.freeze([
+  ".ts",
+  ".tsx",
+  ".mts",
+  ".cts",
+  ".js",
+  ".jsx",
+  ".mjs",
+  ".cjs",
+]);
+
+/** Whether the graph parses `file` as a JavaScript or TypeScript module. */
+export function isModuleFile(file: string): boolean {
+  const dot = file.lastIndexOf(".");
+  return dot > file.lastIndexOf("/") && MODULE_EXTENSIONS.includes(file.slice(dot).toLowerCase());
+}
+
+function scriptKindOf(ts: TsApi, file: string): TS.ScriptKind {
+  const ext = file.slice(file.lastIndexOf(".")).toLowerCase();
+  if (ext === ".tsx") return ts.ScriptKind.TSX;
+  if (ext === ".jsx") return ts.ScriptKind.JSX;
+  if (ext === ".js" || ext === ".mjs" || ext === ".cjs") return ts.ScriptKind.JS;
+  return ts.ScriptKind.TS;
+}
+
+interface Usage {
+  members: Set<string>;
+  escapes: boolean;
+}
+
+/** Reads one module's summary from its text; never throws on bad syntax. */
+export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSummary {
+  const SK = ts.SyntaxKind;
+  // JSDoc is not parsed: it holds no imports the graph follows, and skipping it halves the parse.
+  const sf = ts.createSourceFile(
+    file,
+    text,
+    { languageVersion: ts.ScriptTarget.Latest, jsDocParsingMode: ts.JSDocParsingMode.ParseNone },
+    false,
+    scriptKindOf(ts, file),
+  );
+  const lineOf = (node: TS.Node) => sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+  const imports: {
+    specifier: string;
+    line: number;
+    kind: ImportKind;
+    typeOnly: boolean;
+    bindings: (Omit<Binding, "members" | "escapes">)[];
+  }[] = [];
+  const exports: ExportRecord[] = [];
+  const symbols: SymbolRecord[] = [];
+  const computed: ComputedImport[] = [];
+  let commonjs = false;
+
+  const hasModifier = (node: TS.Node, kind: TS.SyntaxKind) =>
+    ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === kind);
+  const literalText = (node: TS.Node | undefined): string | undefined =>
+    node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
+  const nameText = (node: TS.Node): string =>
+    ts.isIdentifier(node) || ts.isStringLiteral(node) || ts.isPrivateIdentifier(node) ? node.text : node.getText(sf);
+
+  const declare = (name: string, kind: SymbolKind, line: number, exported: boolean, typeOnly: boolean) => {
+    // Overloads and merged declarations: one symbol per name and kind.
+    if (!symbols.some((s) => s.name === name && s.kind === kind)) {
+      symbols.push({ name, kind, line, exported, typeOnly });
+    }
+  };
+  const bindingNames = (name: TS.BindingName, out: string[] = []): string[] => {
+    if (ts.isIdentifier(name)) out.push(name.text);
+    else {for (const element of name.elements) {
+        if (!ts.isOmittedExpression(element)) bindingNames(element.name, out);
+      }}
+    return out;
+  };
+
+  for (const statement of sf.statements) {
+    const line = lineOf(statement);
+    if (ts.isImportDeclaration(statement)) {
+      const specifier = literalText(statement.moduleSpecifier);
+      if (specifier === undefined) continue;
+      const clause = statement.importClause;
+      if (!clause) {
+        imports.push({ specifier, line, kind: "side-effect", typeOnly: false, bindings: [] });
+        continue;
+      }
+      const declTypeOnly = clause.isTypeOnly;
+      const bindings: Omit<Binding, "members" | "escapes">[] = [];
+      if (clause.name) bindings.push({ imported: "default", local: clause.name.text, typeOnly: declTypeOnly });
+      const named = clause.namedBindings;
+      if (named && ts.isNamespaceImport(named)) {
+        bindings.push({ imported: "*", local: named.name.text, typeOnly: declTypeOnly });
+      } else if (named) {
+        for (const element of named.elements) {
+          bindings.push({
+            imported: nameText(element.propertyName ?? element.name),
+            local: element.name.text,
+            typeOnly: declTypeOnly || element.isTypeOnly,
+          });
+        }
+      }
+      imports.push({
+        specifier,
+        line,
+        kind: bindings.length === 0 ? "side-effect" : "static",
+        // `import {} from "x"` still runs x; a type-only import needs every binding type-only.
+        typeOnly: bindings.length > 0 && bindings.every((b) => b.typeOnly),
+        bindings,
+      });
+      continue;
+    }
+    if (ts.isImportEqualsDeclaration(statement)) {
+      const ref = statement.moduleReference;
+      const exported = hasModifier(statement, SK.ExportKeyword);
+      if (ts.isExternalModuleReference(ref)) {
+        const specifier = literalText(ref.expression);
+        if (specifier !== undefined) {
+          imports.push({
+            specifier,
+            line,
+            kind: "import-equals",
+            typeOnly: statement.isTypeOnly,
+            bindings: [{ imported: "*", local: statement.name.text, typeOnly: statement.isTypeOnly }],
+          });
+        }
+      }
+      declare(statement.name.text, "namespace", line, exported, statement.isTypeOnly);
+      if (exported) {
+        exports.push({
+          name: statement.name.text,
+          kind: "namespace",
+          typeOnly: statement.isTypeOnly,
+          line,
+          local: statement.name.text,
+        });
+      }
+      continue;
+    }
+    if (ts.isExportDeclaration(statement)) {
+      const specifier = literalText(statement.moduleSpecifier);
+      const clause = statement.exportClause;
+      if (specifier !== undefined) {
+        const index = imports.length;
+        const bindings: Omit<Binding, "members" | "escapes">[] = [];
+        if (!clause) {
+          bindings.push({ imported: "*", local: "*", typeOnly: statement.isTypeOnly });
+          exports.push({
+            name: "*",
+            kind: "re-export",
+            typeOnly: statement.isTypeOnly,
+            line,
+            from: index,
+            sourceName: "*",
+          });
+        } else if (ts.isNamespaceExport(clause)) {
+          const name = nameText(clause.name);
+          bindings.push({ imported: "*", local: name, typeOnly: statement.isTypeOnly });
+          exports.push({ name, kind: "re-export", typeOnly: statement.isTypeOnly, line, from: index, sourceName: "*" });
+        } else {
+          for (const element of clause.elements) {
+            const typeOnly = statement.isTypeOnly || element.isTypeOnly;
+            const sourceName = nameText(element.propertyName ?? element.name);
+            const name = nameText(element.name);
+            bindings.push({ imported: sourceName, local: name, typeOnly });
+            exports.push({ name, kind: "re-export", typeOnly, line: lineOf(element), from: index, sourceName });
+          }
+        }
+        imports.push({
+          specifier,
+          line,
+          kind: "re-export",
+          typeOnly: bindings.length > 0 && bindings.every((b) => b.typeOnly),
+          bindings,
+        });
+      } else if (clause && ts.isNamedExports(clause)) {
+        for (const element of clause.elements) {
+          const local = nameText(element.propertyName ?? element.name);
+          exports.push({
+            name: nameText(element.name),
+            kind: "value",
+            typeOnly: statement.isTypeOnly || element.isTypeOnly,
+            line: lineOf(element),
+            local,
+          });
+        }
+      }
+      continue;
+    }
+    if (ts.isExportAssignment(statement)) {
+      const name = statement.isExportEquals ? "export=" : "default";
+      const local = ts.isIdentifier(statement.expression) ? statement.expression.text : undefined;
+      exports.push({ name, kind: "value", typeOnly: false, line, ...(local ? { local } : {}) });
+      continue;
+    }
+    const exported = hasModifier(statement, SK.ExportKeyword);
+    const isDefault = exported && hasModifier(statement, SK.DefaultKeyword);
+    const record = (given: string | undefined, kind: SymbolKind, typeOnly: boolean) => {
+      // A declaration the parser recovered without a name (`export function (`) declares nothing.
+      const name = given || undefined;
+      if (given === "" && !isDefault) return;
+      if (name !== undefined) declare(name, kind, line, exported, typeOnly);
+      if (exported) {
+        const exportName = isDefault ? "default" : name;
+        if (exportName !== undefined && !exports.some((e) => e.name === exportName && e.kind === kind)) {
+          exports.push({ name: exportName, kind, typeOnly, line, ...(isDefault && name ? { local: name } : {}) });
+        }
+      }
+    };
+    if (ts.isFunctionDeclaration(statement)) record(statement.name?.text, "function", false);
+    else if (ts.isClassDeclaration(statement)) record(statement.name?.text, "class", false);
+    else if (ts.isInterfaceDeclaration(statement)) record(statement.name.text, "interface", true);
+    else if (ts.isTypeAliasDeclaration(statement)) record(statement.name.text, "type", true);
+    else if (ts.isEnumDeclaration(statement)) record(statement.name.text, "enum", false);
+    else if (ts.isModuleDeclaration(statement)) {
+      // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
+      if (ts.isIdentifier(statement.name) && !(statement.flags & ts.NodeFlags.GlobalAugmentation)) {
+        record(statement.name.text, "namespace", false);
+      }
+    } else if (ts.isVariableStatement(statement)) {
+      for (const declaration of statement.declarationList.declarations) {
+        for (const name of bindingNames(declaration.name)) record(name, "variable", false);
+      }
+    } else if (ts.isExpressionStatement(statement)) {
+      commonjs = commonJsExports(ts, statement.expression, line, exports) || commonjs;
+    }
+  }
+
+  // A walk over the whole tree for dynamic imports, require calls and import
+  // types, when the text has any.
+  const stack: TS.Node[] = [];
+  /** Where import-like declarations name their locals: these are not uses. */
+  const declared: number[] = [];
+  const specifierRanges: [number, number][] = [];
+  const namespaceBinding = (call: TS.Node, depth: number): Omit<Binding, "members" | "escapes">[] => {
+    // `const { a, b } = await import("x")`, `const m = require("x")`, `require("x").a`
+    let parent = stack[depth - 1];
+    let child: TS.Node = call;
+    if (parent && ts.isAwaitExpression(parent)) {
+      child = parent;
+      parent = stack[depth - 2];
+    }
+    if (parent && ts.isVariableDeclaration(parent) && parent.initializer === child) {
+      if (ts.isIdentifier(parent.name)) {
+        declared.push(parent.name.getStart(sf));
+        return [{ imported: "*", local: parent.name.text, typeOnly: false }];
+      }
+      if (ts.isObjectBindingPattern(parent.name)) {
+        const out: Omit<Binding, "members" | "escapes">[] = [];
+        for (const element of parent.name.elements) {
+          const key = element.propertyName ?? element.name;
+          if (element.dotDotDotToken || !(ts.isIdentifier(key) || ts.isStringLiteral(key))) {
+            return [{ imported: "*", local: "", typeOnly: false }];
+          }
+          out.push({
+            imported: key.text,
+            local: ts.isIdentifier(element.name) ? element.name.text : "",
+            typeOnly: false,
+          });
+        }
+        return out;
+      }
+    }
+    if (
+      parent && ts.isPropertyAccessExpression(parent) && parent.expression === child && ts.isIdentifier(parent.name)
+    ) {
+      return [{ imported: parent.name.text, local: "", typeOnly: false }];
+    }
+    if (parent && ts.isExpressionStatement(parent)) return [];
+    return [{ imported: "*", local: "", typeOnly: false }];
+  };
+  const templatePattern = (node: TS.Expression): string | undefined => {
+    // "./plugins/" + name
+    if (ts.isBinaryExpression(node) && node.operatorToken.kind === SK.PlusToken) {
+      const head = literalText(node.left) ?? templatePattern(node.left);
+      if (head !== undefined) return (head + "*" + (literalText(node.right) ?? "")).replace(/\*+/g, "*");
+      return undefined;
+    }
+    if (!ts.isTemplateExpression(node)) return undefined;
+    let pattern = node.head.text;
+    for (const span of node.templateSpans) pattern += "*" + span.literal.text;
+    return pattern.replace(/\*+/g, "*");
+  };
+  const visit = (node: TS.Node): void => {
+    const depth = stack.length;
+    switch (node.kind) {
+      case SK.ImportDeclaration:
+        return; // handled above; its names are declarations, not uses
+      case SK.CallExpression: {
+        const call = node as TS.CallExpression;
+        const isImport = call.expression.kind === SK.ImportKeyword;
+        const isRequire = ts.isIdentifier(call.expression) && call.expression.text === "require" &&
+          call.arguments.length === 1;
+        if (isImport || isRequire) {
+          const specifier = literalText(call.arguments[0]);
+          const kind = isImport ? "dynamic" : "require";
+          if (specifier !== undefined) {
+            // The specifier's text is not a use of a name it happens to contain.
+            specifierRanges.push([call.arguments[0].pos, call.arguments[0].end]);
+            imports.push({
+              specifier,
+              line: lineOf(node),
+              kind,
+              typeOnly: false,
+              bindings: namespaceBinding(node, depth),
+            });
+          } else if (call.arguments.length > 0) {
+            const pattern = templatePattern(call.arguments[0]);
+            computed.push({ line: lineOf(node), kind, ...(pattern ? { pattern } : {}) });
+          }
+        }
+        break;
+      }
+      case SK.ImportType: {
+        const type = node as TS.ImportTypeNode;
+        const argument = type.argument;
+        const specifier = ts.isLiteralTypeNode(argument) ? literalText(argument.literal) : undefined;
+        if (specifier !== undefined) {
+          let first: TS.EntityName | undefined = type.qualifier;
+          while (first && ts.isQualifiedName(first)) first = first.left;
+          const imported = type.isTypeOf || !first ? "*" : first.text;
+          imports.push({
+            specifier,
+            line: lineOf(node),
+            kind: "import-type",
+            typeOnly: true,
+            bindings: [{ imported, local: "", typeOnly: true }],
+          });
+        }
+        break;
+      }
+    }
+    stack.push(node);
+    ts.forEachChild(node, visit);
+    stack.pop();
+  };
+  if (/\b(?:import|require)\s*\(/.test(text)) visit(sf);
+  const importRanges: [number, number][] = sf.statements
+    .filter((st) => ts.isImportDeclaration(st) || ts.isImportEqualsDeclaration(st))
+    .map((st): [number, number] => [st.pos, st.end])
+    .concat(specifierRanges);
+  const usage = new Map<string, Usage | undefined>();
+  const usageOf = (local: string): Usage | undefined => {
+    if (usage.has(local)) return usage.get(local);
+    const found = scanUsage(text, local, importRanges, declared);
+    usage.set(local, found);
+    return found;
+  };
+  // A namespace object that seems to escape makes every export of its module undetermined: before
+  // saying so, look again on the tree, where comments, strings and property names are not uses.
+  const suspects = new Set<string>();
+  for (const record of imports) {
+    if (record.kind === "re-export") continue;
+    for (const binding of record.bindings) {
+      if (binding.imported === "*" && binding.local && usageOf(binding.local)?.escapes) suspects.add(binding.local);
+    }
+  }
+  if (suspects.size > 0) { for (const [name, found] of treeUsage(ts, sf, suspects)) usage.set(name, found); }
+
+  const finished: ImportRecord[] = imports.map((record) => ({
+    ...record,
+    bindings: record.bindings.map((binding) => {
+      const used = binding.local && record.kind !== "re-export" ? usageOf(binding.local) : undefined;
+      // A namespace-like binding with no name (`import("x").then(...)`) escapes.
+      const unnamedWhole = binding.imported === "*" && binding.local === "" && record.kind !== "re-export";
+      if (!used) return unnamedWhole ? { ...binding, escapes: true } : binding;
+      return {
+        ...binding,
+        ...(used.members.size ? { members: [...used.members].sort() } : {}),
+        ...(used.escapes ? { escapes: true } : {}),
+      };
+    }),
+  }));
+  // Whether each declared export is mentioned again in its file (a use, or a comment: a hint, not a proof).
+  const withUse = exports.map((record): ExportRecord => {
+    if (record.from !== undefined || record.name === "*") return record;
+    const declared = record.local ?? record.name;
+    if (declared === "default" || declared === "export=") return record;
+    // `export const a` names it once; `const a …; export { a }` twice.
+    const threshold = record.local !== undefined && record.kind === "value" ? 2 : 1;
+    return mentions(text, declared, threshold + 1) > threshold ? { ...record, usedInFile: true } : record;
+  });
+  const diagnostics = (sf as unknown as { parseDiagnostics?: TS.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
+  const summary: ModuleSummary = {
+    imports: finished,
+    exports: withUse,
+    symbols,
+    computed,
+    commonjs,
+  };
+  if (diagnostics.length > 0) {
+    const first = diagnostics[0];
+    return {
+      ...summary,
+      parseError: {
+        line: sf.getLineAndCharacterOfPosition(first.start).line + 1,
+        message: ts.flattenDiagnosticMessageText(first.messageText, " "),
+      },
+      words: [...new Set(text.match(/[A-Za-z_$][\w$]*/g) ?? [])].sort(),
+    };
+  }
+  return summary;
+}
+
+/**
+ * How a local name is used in the text: the members read from it (`ns.a`,
+ * `ns?.a`, `ns["a"]`, `ns.A` in a type), and whether it is used any other way
+ * (passed, spread, indexed by a value, exported). A text search rather than a
+ * tree walk: a mention in a comment or a string counts as a use, which can
+ * only make an export look used, never dead. Occurrences inside `ranges`
+ * (import declarations) and at `declared` offsets are not uses.
+ */
+function scanUsage(
+  text: string,
+  local: string,
+  ranges: readonly [number, number][],
+  declared: readonly number[],
+): Usage | undefined {
+  const name = local.replace(/[$]/g, "\\$&");
+  const re = new RegExp(
+    `(?<![\\w$.])${name}(?![\\w$])(?:\\s*\\??\\.\\s*([\\w$]+)|\\s*\\[\\s*(["'\`])([^"'\`]*)\\2\\s*\\])?`,
+    "g",
+  );
+  let found: Usage | undefined;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const at = m.index;
+    if (declared.includes(at) || ranges.some(([start, end]) => at >= start && at < end)) continue;
+    found ??= { members: new Set(), escapes: false };
+    const member = m[1] ?? m[3];
+    if (member !== undefined) found.members.add(member);
+    else found.escapes = true;
+  }
+  return found;
+}
+
+/** How `names` are used, read from the tree: members read, or an escape; undefined when not used at all. */
+function treeUsage(ts: TsApi, sf: TS.SourceFile, names: ReadonlySet<string>): Map<string, Usage | undefined> {
+  const found = new Map<string, Usage | undefined>([...names].map((name) => [name, undefined]));
+  const stack: TS.Node[] = [];
+  const visit = (node: TS.Node): void => {
+    if (ts.isImportDeclaration(node)) return;
+    if (ts.isIdentifier(node)) {
+      const depth = stack.length;
+      const parent = stack[depth - 1];
+      if (!names.has(node.text) || !parent || !isReference(ts, node, parent, stack[depth - 3])) return;
+      let entry = found.get(node.text);
+      if (!entry) found.set(node.text, entry = { members: new Set(), escapes: false });
+      const index = ts.isElementAccessExpression(parent) && parent.expression === node
+        ? parent.argumentExpression
+        : undefined;
+      if (ts.isPropertyAccessExpression(parent) && parent.expression === node && ts.isIdentifier(parent.name)) {
+        entry.members.add(parent.name.text);
+      } else if (ts.isQualifiedName(parent) && parent.left === node) {
+        entry.members.add(parent.right.text);
+      } else if (index && (ts.isStringLiteral(index) || ts.isNoSubstitutionTemplateLiteral(index))) {
+        entry.members.add(index.text);
+      } else entry.escapes = true;
+      return;
+    }
+    stack.push(node);
+    ts.forEachChild(node, visit);
+    stack.pop();
+  };
+  visit(sf);
+  return found;
+}
+
+/** Whether an identifier is a use of a name rather than a declaration, a member name or a label. */
+function isReference(
+  ts: TsApi,
+  node: TS.Identifier,
+  parent: TS.Node,
+  greatGrandparent: TS.Node | undefined,
+): boolean {
+  if (ts.isShorthandPropertyAssignment(parent)) return parent.name === node;
+  if (ts.isExportSpecifier(parent)) {
+    // `export { a as b }` and `export { a }` use a; with a module specifier they name another module's a.
+    if (!greatGrandparent || !ts.isExportDeclaration(greatGrandparent) || greatGrandparent.moduleSpecifier) {
+      return false;
+    }
+    return parent.propertyName ? parent.propertyName === node : parent.name === node;
+  }
+  if (ts.isPropertyAccessExpression(parent)) return parent.expression === node;
+  if (ts.isQualifiedName(parent)) return parent.left === node;
+  if (ts.isBindingElement(parent)) return parent.initializer === node;
+  if (ts.isMetaProperty(parent) || ts.isLabeledStatement(parent) || ts.isBreakOrContinueStatement(parent)) {
+    return false;
+  }
+  if (ts.isImportSpecifier(parent) || ts.isImportClause(parent) || ts.isNamespaceImport(parent)) return false;
+  if (ts.isTypeParameterDeclaration(parent) || ts.isJsxAttribute(parent)) return false;
+  return (parent as TS.Node & { name?: TS.Node }).name !== node;
+}
+
+/** How many times `name` occurs in `text` as a whole word, counting up to `limit`. */
+function mentions(text: string, name: string, limit: number): number {
+  let count = 0;
+  const isWord = (code: number) =>
+    (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 ||
+    code === 36 || code > 127;
+  for (let at = text.indexOf(name); at !== -1 && count < limit; at = text.indexOf(name, at + name.length)) {
+    if (!isWord(text.charCodeAt(at - 1)) && !isWord(text.charCodeAt(at + name.length))) count++;
+  }
+  return count;
+}
+
+/** Records `module.exports = { a }`, `module.exports.a = …` and `exports.a = …`; true when any was found. */
+function commonJsExports(ts: TsApi, expression: TS.Expression, line: number, exports: ExportRecord[]): boolean {
+  if (!ts.isBinaryExpression(expression) || expression.operatorToken.kind !== ts.SyntaxKind.EqualsToken) {
+    return false;
+  }
+  const left = expression.left;
+  const isModuleExports = (node: TS.Node) =>
+    ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "module" &&
+    node.name.text === "exports";
+  const add = (name: string) => {
+    if (!exports.some((e) => e.name === name)) exports.push({ name, kind: "commonjs", typeOnly: false, line });
+  };
+  if (isModuleExports(left)) {
+    const right = expression.right;
+    if (ts.isObjectLiteralExpression(right)) {
+      for (const property of right.properties) {
+        if (property.name && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))) {
+          add(property.name.text);
+        }
+      }
+    } else add("default");
+    return true;
+  }
+  if (
+    ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.name) &&
+    ((ts.isIdentifier(left.expression) && left.expression.text === "exports") || isModuleExports(left.expression))
+  ) {
+    add(left.name.text);
+    return true;
+  }
+  return false;
+}
