@@ -213,6 +213,8 @@ describe(`change_summary (${runtimeName})`, () => {
     git("init", "-q", "-b", "main");
     writeFileSync(path.join(repo, "src", "a.ts"), "a\nb\nc\n");
     writeFileSync(path.join(repo, "src", "gone.ts"), "x\n");
+    writeFileSync(path.join(repo, "src", "user.ts"), 'import { a } from "./a.ts";\nexport const b = a;\n');
+    writeFileSync(path.join(repo, "src", "top.ts"), 'import type { b } from "./user.ts";\nexport type T = typeof b;\n');
     writeFileSync(path.join(repo, "src", "old.ts"), "one\ntwo\nthree\nfour\nfive\n");
     writeFileSync(path.join(repo, "logo.bin"), new Uint8Array([0, 1, 2, 3]));
     git("add", "-A");
@@ -245,10 +247,32 @@ describe(`change_summary (${runtimeName})`, () => {
     assert.deepEqual(summary.files, [
       { path: "logo.bin", status: "modified", insertions: null, deletions: null, binary: true },
       { path: "notes.md", status: "untracked", insertions: null, deletions: null, binary: false },
-      { path: "src/a.ts", status: "modified", insertions: 2, deletions: 1, binary: false },
-      { path: "src/added.ts", status: "added", insertions: 1, deletions: 0, binary: false },
+      {
+        path: "src/a.ts",
+        status: "modified",
+        insertions: 2,
+        deletions: 1,
+        binary: false,
+        dependents: { direct: 1, total: 2, runtime: 1 },
+      },
+      {
+        path: "src/added.ts",
+        status: "added",
+        insertions: 1,
+        deletions: 0,
+        binary: false,
+        dependents: { direct: 0, total: 0, runtime: 0 },
+      },
       { path: "src/gone.ts", status: "deleted", insertions: 0, deletions: 1, binary: false },
-      { path: "src/new.ts", status: "renamed", oldPath: "src/old.ts", insertions: 0, deletions: 0, binary: false },
+      {
+        path: "src/new.ts",
+        status: "renamed",
+        oldPath: "src/old.ts",
+        insertions: 0,
+        deletions: 0,
+        binary: false,
+        dependents: { direct: 0, total: 0, runtime: 0 },
+      },
     ]);
     assert.deepEqual(summary.totals, {
       files: 6,
@@ -261,6 +285,11 @@ describe(`change_summary (${runtimeName})`, () => {
       deletions: 2,
     });
     assert.equal(summary.base, "HEAD");
+    assert.deepEqual((result.structuredContent as { blastRadius: unknown }).blastRadius, {
+      modules: 3,
+      dependents: ["src/top.ts", "src/user.ts"],
+      lowerBound: false,
+    });
     assert.match(summary.head, /^[0-9a-f]{40}$/);
   });
 

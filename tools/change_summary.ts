@@ -5,6 +5,8 @@ import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
 import type { SpawnResult } from "../core/spawn.ts";
 import { defineTool, type GateContext } from "../core/tool.ts";
+import { dependentsOf, unknownsReaching } from "./lib/graph_queries.ts";
+import { moduleGraph } from "./lib/module_graph.ts";
 
 /** The empty tree: what a repository without commits is compared to. */
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -22,6 +24,8 @@ const FileChange = v.object({
   insertions: v.nullable(v.number()),
   deletions: v.nullable(v.number()),
   binary: v.boolean(),
+  /** For a changed JS/TS module: how many modules import it, directly and in all. */
+  dependents: v.optional(v.object({ direct: v.number(), total: v.number(), runtime: v.number() })),
 });
 type FileChange = v.InferOutput<typeof FileChange>;
 
@@ -35,6 +39,36 @@ async function git(ctx: GateContext, root: string, args: string[]): Promise<Spaw
 
 function firstLine(text: string): string {
   return text.trim().split("\n")[0] ?? "";
+}
+
+/**
+ * Dependents of the changed modules, from the code graph (the same as
+ * code_blast_radius): per file, and every module the change can reach.
+ */
+async function blastRadius(ctx: GateContext, root: string, files: FileChange[]) {
+  const changed = files.filter((f) => f.status !== "deleted" && /\.[cm]?[jt]sx?$/.test(f.path));
+  if (changed.length === 0) return { modules: 0, dependents: [], lowerBound: false };
+  const graph = await moduleGraph(ctx, root);
+  const reached = new Set<string>();
+  let modules = 0;
+  for (const file of changed) {
+    if (!graph.modules.has(file.path)) continue;
+    modules++;
+    const all = dependentsOf(graph, file.path, { valueOnly: false });
+    const runtime = dependentsOf(graph, file.path, { valueOnly: true });
+    file.dependents = {
+      direct: [...all.values()].filter((d) => d.depth === 1).length,
+      total: all.size,
+      runtime: runtime.size,
+    };
+    for (const path of all.keys()) reached.add(path);
+  }
+  const sources = changed.map((f) => f.path).filter((p) => graph.modules.has(p));
+  return {
+    modules,
+    dependents: [...reached].filter((p) => !sources.includes(p)).sort(),
+    lowerBound: unknownsReaching(graph, [...sources, ...reached], new Set([...sources, ...reached])).length > 0,
+  };
 }
 
 const STATUS: Record<string, FileChange["status"]> = {
@@ -55,11 +89,15 @@ export const tool = defineTool({
   name: "change_summary",
   title: "Change summary",
   description:
-    "Summarises the changes in a root's git working tree against HEAD (or a base ref such as main or a commit): modified, added, deleted, renamed and untracked files with insertions and deletions, and totals. Answers: what am I about to ship?",
+    "Summarises the changes in a root's git working tree against HEAD (or a base ref such as main or a commit): modified, added, deleted, renamed and untracked files with insertions and deletions, totals, and for each changed JS/TS module how many modules depend on it (the blast radius, from the same graph as code_blast_radius). Answers: what am I about to ship, and what could it break?",
   risk: "gate",
   capabilities: { spawn: ["git"] },
   input: v.strictObject({
     root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    blastRadius: v.optional(v.pipe(
+      v.boolean(),
+      v.description("Also count the dependents of each changed JS/TS module (default true; uses the code graph)."),
+    )),
     base: v.optional(v.pipe(
       v.string(),
       v.regex(/^[^-\s][^\s]*$/, "a ref name or commit, not an option"),
@@ -83,6 +121,11 @@ export const tool = defineTool({
       deletions: v.number(),
     }),
     truncated: v.boolean(),
+    blastRadius: v.nullable(v.object({
+      modules: v.number(),
+      dependents: v.array(v.string()),
+      lowerBound: v.boolean(),
+    })),
   }),
   handler: async (args, ctx) => {
     const root = args.root ?? ctx.fs.rootIds[0];
@@ -171,6 +214,7 @@ export const tool = defineTool({
     }
 
     const list = [...files.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+    const blast = args.blastRadius === false ? null : await blastRadius(ctx, root, list);
     const count = (status: FileChange["status"]) => list.filter((f) => f.status === status).length;
     return {
       root,
@@ -188,6 +232,7 @@ export const tool = defineTool({
         deletions: list.reduce((n, f) => n + (f.deletions ?? 0), 0),
       },
       truncated: numstat.stdoutTruncated || names.stdoutTruncated || status.stdoutTruncated,
+      blastRadius: blast,
     };
   },
 });

@@ -2,7 +2,7 @@
 // directly or transitively, with depth and type-only dependencies marked.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import { fileArgument, unknownsReaching } from "./lib/graph_queries.ts";
+import { dependentsOf, fileArgument, unknownsReaching } from "./lib/graph_queries.ts";
 import { moduleGraph } from "./lib/module_graph.ts";
 
 /**
@@ -76,26 +76,8 @@ export const tool = defineTool({
     const maxDepth = args.maxDepth ?? Infinity;
     const limit = args.limit ?? 2000;
 
-    // Breadth first over importers: shortest depth, and one module at depth-1 it is reached through.
-    const reach = (valueOnly: boolean) => {
-      const found = new Map<string, { depth: number; via: string }>();
-      let frontier = [file];
-      for (let depth = 1; frontier.length > 0 && depth <= maxDepth; depth++) {
-        const next: string[] = [];
-        for (const target of frontier) {
-          for (const edge of graph.importersOf(target)) {
-            if (valueOnly && edge.typeOnly) continue;
-            if (edge.from === file || found.has(edge.from)) continue;
-            found.set(edge.from, { depth, via: target });
-            next.push(edge.from);
-          }
-        }
-        frontier = next.sort();
-      }
-      return found;
-    };
-    const runtime = reach(true);
-    const all = includeTypeOnly ? reach(false) : runtime;
+    const runtime = dependentsOf(graph, file, { valueOnly: true, maxDepth });
+    const all = includeTypeOnly ? dependentsOf(graph, file, { valueOnly: false, maxDepth }) : runtime;
 
     const direct = [...all.entries()].filter(([, d]) => d.depth === 1).map(([path]) => path).sort().map((path) => {
       const summary = graph.modules.get(path)!.summary!;

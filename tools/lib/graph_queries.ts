@@ -270,3 +270,31 @@ export function languageOf(file: string): string {
   if (ext === "json") return "json";
   return ext || "unknown";
 }
+
+/**
+ * Every module that imports `file`, directly or through others, breadth
+ * first: its shortest depth and one module at depth - 1 it is reached
+ * through. `valueOnly` skips type-only edges (run-time dependents only).
+ */
+export function dependentsOf(
+  graph: ModuleGraph,
+  file: string,
+  options: { valueOnly: boolean; maxDepth?: number },
+): Map<string, { depth: number; via: string }> {
+  const found = new Map<string, { depth: number; via: string }>();
+  const maxDepth = options.maxDepth ?? Infinity;
+  let frontier = [file];
+  for (let depth = 1; frontier.length > 0 && depth <= maxDepth; depth++) {
+    const next: string[] = [];
+    for (const target of frontier) {
+      for (const edge of graph.importersOf(target)) {
+        if (options.valueOnly && edge.typeOnly) continue;
+        if (edge.from === file || found.has(edge.from)) continue;
+        found.set(edge.from, { depth, via: target });
+        next.push(edge.from);
+      }
+    }
+    frontier = next.sort();
+  }
+  return found;
+}
