@@ -149,27 +149,31 @@ async function main(argv: readonly string[]): Promise<number> {
     const builtinNames = async () => new Set((await loadTools(dir.url, dir.extensions)).map(({ tool }) => tool.name));
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
-  const [loaded, fs, withPlugins] = await Promise.all([
-    loadTools(dir.url, dir.extensions),
-    openRoots(config.roots),
-    hasPluginDirectories(config.pluginsDir),
-  ]);
-  const builtins = loaded.map(builtinEntry);
+  const [fs, withPlugins] = await Promise.all([openRoots(config.roots), hasPluginDirectories(config.pluginsDir)]);
+  // Built-in tools and plugins are read side by side; plugins learn the
+  // built-in names (for name clashes) only when they need them.
+  const builtinsLoading = loadTools(dir.url, dir.extensions).then((loaded) => loaded.map(builtinEntry));
+  builtinsLoading.catch(() => {});
   // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
-  const plugins = withPlugins
-    ? await (await import("./plugins/host.ts")).loadPlugins(
-      config,
-      fs,
-      new Set(builtins.map((entry) => entry.descriptor.name)),
-      platform().fromFileUrl(new URL(".cache/plugins/", appRoot)),
+  const pluginsLoading = withPlugins
+    ? import("./plugins/host.ts").then((host) =>
+      host.loadPlugins(
+        config,
+        fs,
+        builtinsLoading.then((builtins) => new Set(builtins.map((entry) => entry.descriptor.name))),
+        platform().fromFileUrl(new URL(".cache/plugins/", appRoot)),
+      )
     )
-    : { records: [], entries: [], stop: () => Promise.resolve() };
+    : Promise.resolve({ records: [], entries: [], stop: () => Promise.resolve() });
+  const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
   const catalog = await buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
   const ledger = new Ledger(config.ledgerDir);
-  await ledger.prepare();
   const spawner = new Spawner();
-  await spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn));
+  await Promise.all([
+    ledger.prepare(),
+    spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn)),
+  ]);
 
   if (command === "serve") {
     if (args.length > 0) {

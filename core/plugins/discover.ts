@@ -66,7 +66,8 @@ export interface PluginSources {
   readonly revokedKeysFile: string;
   readonly lockFile: string;
   /** Catalog names already taken (built-in tools). */
-  readonly reservedNames: ReadonlySet<string>;
+  /** Known when the clashes are checked, after every directory was inspected. */
+  readonly reservedNames: ReadonlySet<string> | Promise<ReadonlySet<string>>;
   readonly now?: Date;
 }
 
@@ -303,7 +304,7 @@ export async function discoverPlugins(
       inspectPlugin(prefix + dir, trust, lock.plugins, now, realPrefix === null ? undefined : realPrefix + dir)
     ),
   );
-  const taken = new Map<string, string>([...sources.reservedNames].map((name) => [name, "a built-in tool"]));
+  const taken = new Map<string, string>([...(await sources.reservedNames)].map((name) => [name, "a built-in tool"]));
   const records: PluginRecord[] = [];
   const verified: VerifiedPlugin[] = [];
   for (const result of inspected) {

@@ -71,7 +71,7 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
 export async function loadPlugins(
   config: Config,
   fs: RootFs,
-  reservedNames: ReadonlySet<string>,
+  reservedNames: ReadonlySet<string> | Promise<ReadonlySet<string>>,
   cacheDir: string,
 ): Promise<LoadedPlugins> {
   const { records, verified } = await discoverPlugins({
