@@ -290,9 +290,14 @@ export function nodePlatform(): Platform {
         const fd = openSync(p, "ax", 0o600);
         return {
           append(text: string) {
-            const bytes = Buffer.from(text);
-            let offset = 0;
-            while (offset < bytes.length) offset += writeSync(fd, bytes, offset);
+            // One write of the string is the common case; a short write falls back to bytes.
+            const written = writeSync(fd, text);
+            const bytes = Buffer.byteLength(text);
+            if (written < bytes) {
+              const rest = Buffer.from(text).subarray(written);
+              let offset = 0;
+              while (offset < rest.length) offset += writeSync(fd, rest, offset);
+            }
           },
           close: () => closeSync(fd),
         };
