@@ -1,6 +1,7 @@
 // The frozen catalog: built once at startup, deep-frozen, identified by the
 // sha256 of its canonical JSON. `tools/list` serves it unchanged for the life
 // of the process; the golden file in schema/ pins it.
+import { sha256Digest } from "./sha256.ts";
 import { canonicalJson, prettyCanonicalJson } from "./canonical_json.ts";
 import * as v from "valibot";
 import type { SchemaIssue } from "./json_schema.ts";
@@ -167,18 +168,11 @@ export function builtinEntry(loaded: LoadedTool): CatalogEntry {
   };
 }
 
-/** `sha256:<hex>` of bytes, or of a text's UTF-8 bytes (WebCrypto: node:crypto costs deno ~20 ms to load). */
-export async function sha256Hex(data: string | Uint8Array): Promise<string> {
-  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  const digest = await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>);
-  return "sha256:" + Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** Builds the catalog from its entries (names must be unique), sorted by name. */
 export async function buildCatalog(entries: readonly CatalogEntry[]): Promise<Catalog> {
   const sorted = [...entries].sort((a, b) => (a.descriptor.name < b.descriptor.name ? -1 : 1));
   const listResult = deepFreeze({ tools: sorted.map((entry) => entry.descriptor) });
-  const digest = await sha256Hex(canonicalJson(listResult));
+  const digest = await sha256Digest(canonicalJson(listResult));
   const toolsByRisk = Object.fromEntries(RISK_CLASSES.map((risk) => [risk, 0])) as Record<RiskClass, number>;
   for (const entry of sorted) toolsByRisk[entry.risk]++;
   return Object.freeze({

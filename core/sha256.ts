@@ -1,6 +1,8 @@
-// SHA-256 in plain JavaScript, synchronous: the call ledger hashes every row
-// on the call's path, where WebCrypto's async digest costs more than the
-// call itself and node:crypto would load deno's node layer.
+// SHA-256, both ways warden needs it: `sha256Digest` through WebCrypto (the
+// catalog digest, manifests, plugin entries), and `sha256Sync` in plain
+// JavaScript for the deno ledger, which hashes every row on the call's path,
+// where WebCrypto's async digest costs more than the call itself and
+// node:crypto would load deno's node layer.
 const K = new Uint32Array([
   0x428a2f98,
   0x71374491,
@@ -131,5 +133,17 @@ export function sha256Sync(data: string | Uint8Array): string {
   for (const word of [h0, h1, h2, h3, h4, h5, h6, h7]) {
     hex += HEX[(word >>> 24) & 255] + HEX[(word >>> 16) & 255] + HEX[(word >>> 8) & 255] + HEX[word & 255];
   }
+  return hex;
+}
+
+/**
+ * `sha256:<hex>` of bytes, or of a text's UTF-8 bytes, through WebCrypto
+ * (node:crypto would cost deno ~20 ms to load).
+ */
+export async function sha256Digest(data: string | Uint8Array): Promise<string> {
+  const bytes = typeof data === "string" ? encoder.encode(data) : data;
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+  let hex = "sha256:";
+  for (let i = 0; i < digest.length; i++) hex += HEX[digest[i]];
   return hex;
 }

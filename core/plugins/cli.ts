@@ -4,7 +4,7 @@
 import path from "node:path";
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { canonicalJson } from "../canonical_json.ts";
-import { sha256Hex } from "../catalog.ts";
+import { sha256Digest } from "../sha256.ts";
 import type { Config } from "../config.ts";
 import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
@@ -204,7 +204,7 @@ async function buildCommand(args: string[]): Promise<number> {
     description: spec.description,
     author: spec.author,
     risk: spec.risk,
-    entry: { path: "plugin.js", sha256: (await sha256Hex(bundle)).slice("sha256:".length) },
+    entry: { path: "plugin.js", sha256: (await sha256Digest(bundle)).slice("sha256:".length) },
     capabilities: { readRoots: [...spec.capabilities.readRoots] },
     tools,
   };
@@ -219,7 +219,7 @@ async function buildCommand(args: string[]): Promise<number> {
   await platform().fs.remove(path.join(dir, "manifest.json.sig"));
   const rel = path.relative(platform().cwd(), dir) || ".";
   out(
-    `Built ${rel}: ${tools.length} tool(s), entry sha256 ${manifest.entry.sha256}, manifest ${await sha256Hex(
+    `Built ${rel}: ${tools.length} tool(s), entry sha256 ${manifest.entry.sha256}, manifest ${await sha256Digest(
       text,
     )}.\n` +
       `Next: warden plugin sign ${rel} --key <your ed25519 key>`,

@@ -4,6 +4,7 @@
 // validity), entry (sha256 of the bytes read here, which are the bytes that
 // will run), pin (plugins.lock.json) and name clashes. Only `verified`
 // plugins reach the catalog.
+import { sha256Digest } from "../sha256.ts";
 import path from "node:path";
 import { messageOf, problem, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
@@ -119,15 +120,6 @@ const FIXES: Partial<Record<PluginStatus, (id: string) => string>> = {
 };
 
 const utf8 = new TextDecoder();
-const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
-
-/** `sha256:<hex>` of bytes, as catalog.ts's sha256Hex, without an iterator and 32 strings to join per call. */
-async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
-  let hex = "sha256:";
-  for (let i = 0; i < digest.length; i++) hex += HEX[digest[i]];
-  return hex;
-}
 
 /**
  * Checks one plugin directory against the trust store and the lock; `pinned`
@@ -172,7 +164,7 @@ export async function inspectPlugin(
     return refuse("invalid-manifest", why);
   }
   const bytes = manifestRead.bytes;
-  const manifestDigest = await sha256Hex(bytes);
+  const manifestDigest = await sha256Digest(bytes);
   const manifest = readManifest(bytes, id);
   if (isManifestProblem(manifest)) return refuse(manifest.status, manifest.reason, { manifestDigest });
   const known: Partial<PluginRecord> = {
@@ -233,7 +225,7 @@ export async function inspectPlugin(
       withSigner,
     );
   }
-  const entryDigest = (await sha256Hex(entryRead.bytes)).slice("sha256:".length);
+  const entryDigest = (await sha256Digest(entryRead.bytes)).slice("sha256:".length);
   if (entryDigest !== manifest.entry.sha256) {
     return refuse(
       "entry-digest-mismatch",
