@@ -29,44 +29,6 @@ const ANNOTATIONS = new Set([
   "readOnly",
   "writeOnly",
 ]);
-const ASSERTIONS = new Set([
-  "type",
-  "properties",
-  "required",
-  "additionalProperties",
-  "propertyNames",
-  "items",
-  "minItems",
-  "maxItems",
-  "uniqueItems",
-  "enum",
-  "const",
-  "anyOf",
-  "oneOf",
-  "allOf",
-  "minimum",
-  "maximum",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "multipleOf",
-  "minLength",
-  "maxLength",
-  "pattern",
-  "minProperties",
-  "maxProperties",
-]);
-const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
-
-/** How valibot names a received value, so plugin and built-in messages read alike. */
-export function describeReceived(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
-  if (value === null) return "null";
-  if (value === undefined) return "undefined";
-  if (Array.isArray(value)) return "Array";
-  return "Object";
-}
-
 const NUMERIC_KEYWORDS = [
   "minimum",
   "maximum",
@@ -82,6 +44,30 @@ const NUMERIC_KEYWORDS = [
 ];
 const SUBSCHEMA_KEYWORDS = ["additionalProperties", "items", "propertyNames"];
 const LIST_KEYWORDS = ["anyOf", "oneOf", "allOf"];
+/** Every keyword the validator checks; any other non-annotation keyword is refused. */
+const ASSERTIONS = new Set([
+  "type",
+  "properties",
+  "required",
+  "uniqueItems",
+  "enum",
+  "const",
+  "pattern",
+  ...NUMERIC_KEYWORDS,
+  ...SUBSCHEMA_KEYWORDS,
+  ...LIST_KEYWORDS,
+]);
+const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
+
+/** How valibot names a received value, so plugin and built-in messages read alike. */
+export function describeReceived(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  if (Array.isArray(value)) return "Array";
+  return "Object";
+}
 
 /**
  * Problems that make `schema` unusable here: an unknown keyword, a malformed
