@@ -29,8 +29,6 @@ export function brokenToolsDir(name: string): string {
   return path.join(repoRoot, onDeno ? "test/fixtures/broken" : "dist/test/fixtures/broken", name);
 }
 
-const DENO_FLAGS = DENO_RUN_FLAGS;
-
 /** The command line that starts warden with `args` on the runtime running the tests. */
 export function wardenCommand(
   args: readonly string[] = [],
@@ -39,7 +37,7 @@ export function wardenCommand(
   if (onDeno) {
     return {
       command: process.execPath,
-      args: ["run", ...DENO_FLAGS, ...denoFlags, path.join(repoRoot, "core/main.ts"), ...args],
+      args: ["run", ...DENO_RUN_FLAGS, ...denoFlags, path.join(repoRoot, "core/main.ts"), ...args],
     };
   }
   return { command: process.execPath, args: [path.join(repoRoot, "dist/core/main.js"), ...args] };

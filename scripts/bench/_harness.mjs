@@ -18,16 +18,13 @@ const peerSources = fileURLToPath(new URL("./peers/", import.meta.url));
 
 /** The protocol version every contender is initialized with. */
 export const PROTOCOL_VERSION = "2025-11-25";
-/** As core/platform/mod.ts DENO_RUN_FLAGS and the README's deno command line (--allow-run: plugin children). */
-const WARDEN_DENO_FLAGS = [
-  "--no-prompt",
-  "--allow-read",
-  "--allow-env",
-  "--allow-sys",
-  "--allow-run",
-  "--allow-write",
-  "--allow-net",
-];
+/**
+ * The permission flags `deno task start` grants warden, read from deno.json
+ * (a test keeps that task equal to core/platform/mod.ts DENO_RUN_FLAGS).
+ */
+const WARDEN_DENO_FLAGS = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"))
+  .tasks.start.split(" ")
+  .filter((word) => word.startsWith("--"));
 
 // ---------------------------------------------------------------------------
 // Command line
@@ -400,6 +397,17 @@ export async function startInitialized(contender, timeoutMs = 30_000) {
   return server;
 }
 
+/** One cold start: spawn, write initialize at once, time the response line, stop. */
+export async function coldStart(contender) {
+  const server = startServer(contender);
+  try {
+    const { at } = await server.request("initialize", initializeParams, 30_000);
+    return at - server.spawnedAt;
+  } finally {
+    await server.stop();
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Statistics and output
 
@@ -414,6 +422,21 @@ export function quantile(values, q) {
 }
 export const median = (values) => quantile(values, 0.5);
 export const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
+
+/**
+ * Per-call statistics of alternating blocks: "median" and "mean" are the
+ * medians over blocks of each block's median and mean; quantiles over all calls.
+ */
+export function blockStats(blocks) {
+  const all = blocks.flat();
+  return {
+    median: median(blocks.map(median)),
+    mean: median(blocks.map(mean)),
+    p10: quantile(all, 0.1),
+    p90: quantile(all, 0.9),
+    p99: quantile(all, 0.99),
+  };
+}
 
 /** The contenders in a different order each round, so none always goes first. */
 export function rotate(list, by) {

@@ -20,14 +20,14 @@ import path from "node:path";
 import process from "node:process";
 import {
   benchDir,
+  blockStats,
+  coldStart,
   contendersFor,
   ensureBuilt,
   environmentLines,
   fail,
   fixed,
-  initializeParams,
   markdownTable,
-  mean,
   median,
   note,
   parseFlags,
@@ -38,7 +38,6 @@ import {
   rotate,
   runtimesOf,
   startInitialized,
-  startServer,
 } from "./_harness.mjs";
 
 /** Most startup time 100 verified plugins may add on node, in ms. */
@@ -217,17 +216,6 @@ cpSync(path.join(pluginsDir, "p000"), path.join(onePluginDir, "p000"), { recursi
 function wardenOn(runtime, name, env) {
   const [warden] = contendersFor(runtime, { wardenEnv: env, peers: [] });
   return { ...warden, name };
-}
-
-/** One cold start: spawn, write initialize at once, time the response line, stop. */
-async function coldStart(contender) {
-  const server = startServer(contender);
-  try {
-    const { at } = await server.request("initialize", initializeParams, 30_000);
-    return at - server.spawnedAt;
-  } finally {
-    await server.stop();
-  }
 }
 
 const starters = runtimes.flatMap((runtime) => [
@@ -424,16 +412,7 @@ if (!flags.startupOnly) {
   print();
   const warmRows = [];
   for (const { runtime, tools, blocks } of warm) {
-    const stats = new Map(tools.map((t) => {
-      const all = blocks.get(t).flat();
-      return [t, {
-        median: median(blocks.get(t).map(median)),
-        mean: median(blocks.get(t).map(mean)),
-        p10: quantile(all, 0.1),
-        p90: quantile(all, 0.9),
-        p99: quantile(all, 0.99),
-      }];
-    }));
+    const stats = new Map(tools.map((t) => [t, blockStats(blocks.get(t))]));
     const base = stats.get(BUILTIN);
     for (const t of tools) {
       const st = stats.get(t);

@@ -7,6 +7,7 @@
 //   node scripts/bench/roundtrip.mjs [--calls 2000] [--warmup 200] [--blocks 20] [--runtime node|deno|both]
 import path from "node:path";
 import {
+  blockStats,
   contendersFor,
   denoBinary,
   ensureBuilt,
@@ -14,13 +15,10 @@ import {
   fail,
   fixed,
   markdownTable,
-  mean,
-  median,
   note,
   parseFlags,
   preparePeers,
   print,
-  quantile,
   ratio,
   repoRoot,
   rotate,
@@ -90,16 +88,7 @@ print();
 for (const line of environmentLines(runtimes, peerVersions)) print(line);
 const verdicts = [];
 for (const { runtime, servers, blocks } of report) {
-  const stats = new Map(servers.map((s) => {
-    const all = blocks.get(s).flat();
-    return [s, {
-      median: median(blocks.get(s).map(median)),
-      mean: median(blocks.get(s).map(mean)),
-      p10: quantile(all, 0.1),
-      p90: quantile(all, 0.9),
-      p99: quantile(all, 0.99),
-    }];
-  }));
+  const stats = new Map(servers.map((s) => [s, blockStats(blocks.get(s))]));
   const base = stats.get(servers.find((s) => s.contender.baseline));
   const rows = servers.map((s) => {
     const st = stats.get(s);

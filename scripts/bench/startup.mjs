@@ -6,12 +6,12 @@
 //
 //   node scripts/bench/startup.mjs [--runs 15] [--runtime node|deno|both]
 import {
+  coldStart,
   contendersFor,
   denoBinary,
   ensureBuilt,
   environmentLines,
   fixed,
-  initializeParams,
   markdownTable,
   median,
   note,
@@ -22,7 +22,6 @@ import {
   ratio,
   rotate,
   runtimesOf,
-  startServer,
   verifyDenoPeerResolution,
 } from "./_harness.mjs";
 
@@ -36,17 +35,6 @@ const peerVersions = preparePeers();
 if (runtimes.includes("deno")) verifyDenoPeerResolution(denoBinary());
 
 const contenders = runtimes.flatMap((runtime) => contendersFor(runtime));
-
-/** One cold start: spawn, write initialize at once, time the response line, stop. */
-async function coldStart(contender) {
-  const server = startServer(contender);
-  try {
-    const { at } = await server.request("initialize", initializeParams, 30_000);
-    return at - server.spawnedAt;
-  } finally {
-    await server.stop();
-  }
-}
 
 // One unmeasured start each fills the OS page cache and deno's caches (and proves every contender answers).
 note(`startup: warm-up start of ${contenders.length} contenders ...`);
