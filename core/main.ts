@@ -170,10 +170,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const policy = policyOf(config, catalog);
   const ledger = new Ledger(config.ledgerDir);
   const spawner = new Spawner();
-  await Promise.all([
-    ledger.prepare(),
-    spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn)),
-  ]);
+  // Only commands that run tools need the ledger directory and the programs.
+  if (command === "serve" || command === "call") {
+    await Promise.all([
+      ledger.prepare(),
+      spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn)),
+    ]);
+  }
 
   if (command === "serve") {
     if (args.length > 0) {
