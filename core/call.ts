@@ -154,16 +154,20 @@ function failure(tool: CatalogEntry, error: unknown): CallResult {
   return errorResult("tool_failed", problem(`Tool "${name}" failed`, messageOf(error)), tool);
 }
 
-/** Runs `tool` with `args`; always resolves, never throws. */
-export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions): Promise<CallResult> {
+/**
+ * Runs `tool` with `args`; never throws, and a promise never rejects. A call
+ * refused before it runs, or a synchronous handler, gives its result as is:
+ * the caller's own await is the only promise on that path.
+ */
+export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions): CallResult | Promise<CallResult> {
   const name = tool.descriptor.name;
   const validated = tool.validateInput(args ?? {});
   if (!validated.ok) {
     const lines = [...new Set(validated.issues.map((issue) => describeIssue(tool, issue)))];
-    return Promise.resolve(errorResult("invalid_arguments", lines.join("\n"), tool));
+    return errorResult("invalid_arguments", lines.join("\n"), tool);
   }
   if (options.signal?.aborted) {
-    return Promise.resolve(errorResult("cancelled", `Tool "${name}" was cancelled by the client`, tool));
+    return errorResult("cancelled", `Tool "${name}" was cancelled by the client`, tool);
   }
 
   // The tool's signal is made on first use: an AbortController costs node
@@ -182,13 +186,25 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   const about = { name, risk: tool.risk, capabilities: tool.capabilities };
   let returned: unknown;
   try {
-    returned = tool.invoke(validated.value, createContext(tool.risk, { ...options, signal, tool: about, deadline }));
+    // The parts are named one by one: spreading `options` (which carries the
+    // policy and ledger too) cost node 20 about 4 µs a call.
+    const parts: ContextParts = {
+      fs: options.fs,
+      host: options.host,
+      sendProgress: options.sendProgress,
+      sendLog: options.sendLog,
+      spawner: options.spawner,
+      signal,
+      tool: about,
+      deadline,
+    };
+    returned = tool.invoke(validated.value, createContext(tool.risk, parts));
   } catch (error) {
-    return Promise.resolve(failure(tool, error));
+    return failure(tool, error);
   }
   // A synchronous handler is done: no timer, no listener, no promise race.
   if (typeof (returned as PromiseLike<unknown> | null)?.then !== "function") {
-    return Promise.resolve(shapeOutput(tool, returned));
+    return shapeOutput(tool, returned);
   }
 
   return new Promise<CallResult>((resolve) => {

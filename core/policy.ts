@@ -51,33 +51,35 @@ export function decide(policy: Policy, tool: CatalogEntry): { code: ErrorCode; m
 }
 
 /** Decides, runs and records one call. The ledger row is written before the result returns. */
-export async function governedCall(
+export function governedCall(
   tool: CatalogEntry,
   args: unknown,
   options: CallOptions & { readonly policy: Policy; readonly ledger: Ledger },
 ): Promise<CallResult> {
   const started = performance.now();
   const refusal = decide(options.policy, tool);
-  let result = refusal ? errorResult(refusal.code, refusal.message, tool) : await runTool(tool, args, options);
-  const origin = tool.descriptor._meta["warden/plugin"];
-  const written = options.ledger.append({
-    tool: tool.descriptor.name,
-    risk: tool.risk,
-    plugin: origin ? { id: origin.id, manifestDigest: origin.manifestDigest } : null,
-    principal: options.policy.principal,
-    args,
-    decision: refusal ? "denied" : "allowed",
-    reason: refusal?.code ?? null,
-    outcome: refusal ? "denied" : result.isError ? "error" : "ok",
-    errorCode: result._meta?.["warden/error_code"] ?? null,
-    durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-  });
-  if (!written.ok) {
-    result = {
+  const record = (result: CallResult): CallResult => {
+    const written = options.ledger.append({
+      tool: tool.descriptor.name,
+      risk: tool.risk,
+      plugin: tool.descriptor._meta["warden/plugin"] ?? null,
+      principal: options.policy.principal,
+      args,
+      decision: refusal ? "denied" : "allowed",
+      reason: refusal?.code ?? null,
+      outcome: refusal ? "denied" : result.isError ? "error" : "ok",
+      errorCode: result._meta?.["warden/error_code"] ?? null,
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+    });
+    if (written.ok) return result;
+    return {
       ...result,
       content: [...result.content, { type: "text", text: `warning: ${written.error}` }],
       _meta: { ...result._meta, "warden/ledger": { written: false, error: written.error } },
     };
-  }
-  return result;
+  };
+  if (refusal) return Promise.resolve(record(errorResult(refusal.code, refusal.message, tool)));
+  const outcome = runTool(tool, args, options);
+  // No await for a synchronous tool: one promise, the one the protocol layer waits on.
+  return outcome instanceof Promise ? outcome.then(record) : Promise.resolve(record(outcome));
 }
