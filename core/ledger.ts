@@ -40,6 +40,10 @@ export type LedgerRow = v.InferOutput<typeof LedgerRowSchema>;
 /** What the caller says about a call; the ledger adds seq, time, pid and prev. */
 export type LedgerEntry = Omit<LedgerRow, "v" | "seq" | "time" | "pid" | "prev" | "argsHash"> & { args: unknown };
 
+function nullableString(value: string | null): string {
+  return value === null ? "null" : JSON.stringify(value);
+}
+
 /** The outcome of an append: written, or why not (reported in the call's result). */
 export type AppendOutcome = { ok: true } | { ok: false; error: string };
 
@@ -48,44 +52,33 @@ export class Ledger {
   readonly #dir: string;
   #file: AppendOnlyFile | undefined;
   #prev = GENESIS;
+  /** The last row written whose hash (the next row's `prev`) is not yet computed. */
+  #unhashed: string | undefined;
   #seq = 0;
   #broken: string | undefined;
-  readonly #pid = platform().pid();
+  /** `"pid":<pid>,"plugin":`, the same on every row of this process. */
+  readonly #pidField = `,"pid":${platform().pid()},"plugin":`;
+  #second = -1;
+  #secondPrefix = "";
 
   constructor(dir: string) {
     this.#dir = dir;
   }
 
-  /** Appends one row, synchronously, before the call's result goes out. */
+  /**
+   * Appends one row, synchronously, before the call's result goes out. The
+   * hash of the row, which only the next row needs, is left to `settle`.
+   */
   append(entry: LedgerEntry): AppendOutcome {
     if (this.#broken) return { ok: false, error: this.#broken };
-    const { args, ...rest } = entry;
     let argsHash: string;
     try {
-      argsHash = "sha256:" + platform().sha256Hex(canonicalJson(args ?? {}));
+      argsHash = platform().sha256Hex(canonicalJson(entry.args ?? {}));
     } catch {
-      argsHash = "sha256:" + platform().sha256Hex(JSON.stringify(args ?? {}) ?? "");
+      argsHash = platform().sha256Hex(JSON.stringify(entry.args ?? {}) ?? "");
     }
-    // Keys in canonical (sorted) order, so JSON.stringify writes the RFC 8785
-    // form directly: the row's shape is fixed, and this is on every call's path.
-    const row: LedgerRow = {
-      argsHash,
-      decision: rest.decision,
-      durationMs: rest.durationMs,
-      errorCode: rest.errorCode,
-      outcome: rest.outcome,
-      pid: this.#pid,
-      plugin: rest.plugin ? { id: rest.plugin.id, manifestDigest: rest.plugin.manifestDigest } : null,
-      prev: this.#prev,
-      principal: rest.principal,
-      reason: rest.reason,
-      risk: rest.risk,
-      seq: this.#seq + 1,
-      time: new Date().toISOString(),
-      tool: rest.tool,
-      v: LEDGER_VERSION,
-    };
-    const line = JSON.stringify(row);
+    this.settle();
+    const line = this.#line(entry, argsHash);
     try {
       this.#file ??= this.#open();
       this.#file.append(line + "\n");
@@ -97,8 +90,53 @@ export class Ledger {
       return { ok: false, error: this.#broken };
     }
     this.#seq++;
-    this.#prev = "sha256:" + platform().sha256Hex(line);
+    this.#unhashed = line;
     return { ok: true };
+  }
+
+  /**
+   * Hashes the last row written, if that is still to do. The transport calls
+   * it once a response is out, so the hash is off the call's path; `append`
+   * calls it too, so a row never waits on anyone else.
+   */
+  settle(): void {
+    if (this.#unhashed === undefined) return;
+    this.#prev = "sha256:" + platform().sha256Hex(this.#unhashed);
+    this.#unhashed = undefined;
+  }
+
+  /**
+   * The row's canonical (RFC 8785) text, written out field by field in sorted
+   * key order: the row's shape is fixed, and building an object for
+   * JSON.stringify cost more than the write. Strings from outside go through
+   * JSON.stringify, which escapes as RFC 8785 does; a test holds each line
+   * equal to canonicalJson of its parse.
+   */
+  #line(entry: LedgerEntry, argsHash: string): string {
+    const plugin = entry.plugin
+      ? `{"id":${JSON.stringify(entry.plugin.id)},"manifestDigest":${JSON.stringify(entry.plugin.manifestDigest)}}`
+      : "null";
+    return `{"argsHash":"sha256:${argsHash}","decision":"${entry.decision}","durationMs":${
+      String(entry.durationMs)
+    },"errorCode":${
+      nullableString(entry.errorCode)
+    },"outcome":"${entry.outcome}"${this.#pidField}${plugin},"prev":"${this.#prev}","principal":${
+      nullableString(entry.principal)
+    },"reason":${nullableString(entry.reason)},"risk":"${entry.risk}","seq":${
+      this.#seq + 1
+    },"time":"${this.#now()}","tool":${JSON.stringify(entry.tool)},"v":${LEDGER_VERSION}}`;
+  }
+
+  /** The time as toISOString writes it, formatting the date part once a second. */
+  #now(): string {
+    const now = Date.now();
+    const ms = now % 1000;
+    const second = now - ms;
+    if (second !== this.#second) {
+      this.#second = second;
+      this.#secondPrefix = new Date(second).toISOString().slice(0, 20);
+    }
+    return this.#secondPrefix + (ms < 10 ? "00" : ms < 100 ? "0" : "") + ms + "Z";
   }
 
   #open(): AppendOnlyFile {
@@ -116,6 +154,7 @@ export class Ledger {
   }
 
   close(): void {
+    this.#unhashed = undefined;
     this.#file?.close();
   }
 }

@@ -150,6 +150,8 @@ export async function serve(options: ServeOptions): Promise<void> {
 
   const transport = new StdioTransport();
   transport.preserialize(catalog.listResult, JSON.stringify(catalog.listResult));
+  // The ledger hashes each row (the next row's `prev`) after the response is out.
+  transport.onsent = () => options.ledger.settle();
   transport.onerror = (error) => log("warn", "transport_error", { error: error.message });
   server.onerror = (error) => log("warn", "protocol_error", { error: error.message });
   server.onclose = () => {

@@ -3,7 +3,8 @@
 // JavaScript for the deno ledger, which hashes every row on the call's path,
 // where WebCrypto's async digest costs more than the call itself and
 // node:crypto would load deno's node layer.
-const K = new Uint32Array([
+// Int32Array, not Uint32Array: words above 2³¹ would leave V8's small-integer path.
+const K = new Int32Array([
   0x428a2f98,
   0x71374491,
   0xb5c0fbcf,
@@ -69,21 +70,39 @@ const K = new Uint32Array([
   0xbef9a3f7,
   0xc67178f2,
 ]);
-const W = new Uint32Array(64);
+const W = new Int32Array(64);
 const encoder = new TextEncoder();
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
 
+// The padded message is built in one buffer kept between calls (grown when a
+// longer message comes): the ledger hashes a few hundred bytes per call, and
+// allocating and zeroing a fresh array each time was a third of the cost.
+let scratch = new Uint8Array(1024);
+
+function room(size: number): Uint8Array {
+  if (scratch.length < size) scratch = new Uint8Array(Math.max(size, scratch.length * 2));
+  return scratch;
+}
+
 /** Lowercase hex SHA-256 of `data` (a string is hashed as UTF-8). */
 export function sha256Sync(data: string | Uint8Array): string {
-  const bytes = typeof data === "string" ? encoder.encode(data) : data;
-  const length = bytes.length;
+  let length: number;
+  let padded: Uint8Array;
+  if (typeof data === "string") {
+    // UTF-8 takes at most three bytes per UTF-16 code unit.
+    padded = room(data.length * 3 + 72);
+    length = encoder.encodeInto(data, padded).written;
+  } else {
+    length = data.length;
+    padded = room(length + 72);
+    padded.set(data);
+  }
   const blocks = Math.ceil((length + 9) / 64);
-  const padded = new Uint8Array(blocks * 64);
-  padded.set(bytes);
+  const end = blocks * 64;
+  padded.fill(0, length, end);
   padded[length] = 0x80;
   const high = Math.floor(length / 0x20000000);
   const low = (length * 8) >>> 0;
-  const end = padded.length;
   padded[end - 8] = high >>> 24;
   padded[end - 7] = high >>> 16;
   padded[end - 6] = high >>> 8;
@@ -129,11 +148,11 @@ export function sha256Sync(data: string | Uint8Array): string {
     h6 = (h6 + g) | 0;
     h7 = (h7 + h) | 0;
   }
-  let hex = "";
-  for (const word of [h0, h1, h2, h3, h4, h5, h6, h7]) {
-    hex += HEX[(word >>> 24) & 255] + HEX[(word >>> 16) & 255] + HEX[(word >>> 8) & 255] + HEX[word & 255];
-  }
-  return hex;
+  return hexWord(h0) + hexWord(h1) + hexWord(h2) + hexWord(h3) + hexWord(h4) + hexWord(h5) + hexWord(h6) + hexWord(h7);
+}
+
+function hexWord(word: number): string {
+  return HEX[(word >>> 24) & 255] + HEX[(word >>> 16) & 255] + HEX[(word >>> 8) & 255] + HEX[word & 255];
 }
 
 /**

@@ -44,6 +44,8 @@ export class StdioTransport {
   onmessage?: (message: JsonRpcMessage) => void;
   onclose?: () => void;
   onerror?: (error: Error) => void;
+  /** Called once a message is written out: work a response need not wait for goes here. */
+  onsent?: () => void;
 
   readonly #preserialized = new WeakMap<object, string>();
   #chunks: Uint8Array[] = [];
@@ -134,6 +136,7 @@ export class StdioTransport {
       ? JSON.stringify(message)
       : `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${cached}}`;
     platform().writeStdout(line + "\n");
+    this.onsent?.();
   }
 
   send(message: JsonRpcMessage): Promise<void> {

@@ -332,9 +332,12 @@ export function denoPlatform(): Platform {
       makeTempDir: (prefix: string) => withCode(() => Deno.makeTempDir({ prefix })),
       createAppendOnly(p: string) {
         const file = Deno.openSync(p, { append: true, createNew: true, mode: 0o600 });
+        // Rows are encoded into one buffer kept with the file: an encode per row allocated.
+        let buffer = new Uint8Array(4096);
         return {
           append(text: string) {
-            let bytes = encoder.encode(text);
+            if (buffer.length < text.length * 3) buffer = new Uint8Array(text.length * 3);
+            let bytes = buffer.subarray(0, encoder.encodeInto(text, buffer).written);
             while (bytes.length > 0) bytes = bytes.subarray(file.writeSync(bytes));
           },
           close: () => file.close(),

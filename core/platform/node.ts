@@ -1,7 +1,7 @@
 // The node adapter of Platform.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { closeSync, constants, existsSync, openSync, writeSync } from "node:fs";
-import { createHash } from "node:crypto";
+import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
 import {
@@ -67,6 +67,10 @@ async function readRegularFile(file: string, maxBytes: number): Promise<RegularF
   }
 }
 
+/** crypto.hash where node has it (20.12+); a namespace lookup, since a named import would fail to link on 20.0. */
+const oneShotHash = (nodeCrypto as {
+  hash?: (algorithm: string, data: string, encoding: "hex") => string;
+}).hash;
 /** Kills of the children still running, called when this process exits. */
 const liveChildren = new Set<() => void>();
 let exitHookInstalled = false;
@@ -308,7 +312,10 @@ export function nodePlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable,
-    sha256Hex: (text: string) => createHash("sha256").update(text).digest("hex"),
+    // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
+    sha256Hex: typeof oneShotHash === "function"
+      ? (text: string) => oneShotHash("sha256", text, "hex")
+      : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),
     resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     unrefTimer(timer: unknown) {
       (timer as { unref?: () => void } | null)?.unref?.();
