@@ -71,9 +71,17 @@ export interface Session {
 
 /** Starts warden and connects the SDK Client to it over stdio, as an agent does. */
 export async function connect(
-  options: { args?: string[]; env?: Record<string, string>; cwd?: string; capabilities?: Record<string, unknown> } = {},
+  options: {
+    args?: string[];
+    env?: Record<string, string>;
+    cwd?: string;
+    capabilities?: Record<string, unknown>;
+    /** Runs warden inside another command (e.g. a bubblewrap sandbox): given warden's command line, returns the one to run. */
+    wrap?: (command: string, args: string[]) => { command: string; args: string[] };
+  } = {},
 ): Promise<Session> {
-  const { command, args } = wardenCommand(options.args ?? []);
+  const plain = wardenCommand(options.args ?? []);
+  const { command, args } = options.wrap ? options.wrap(plain.command, plain.args) : plain;
   const transport = new StdioClientTransport({
     command,
     args,

@@ -3,10 +3,19 @@
 // checks; tampering, a torn tail, an absent or unreadable ledger each get
 // their own exit code.
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { connect, fixtureToolsDir, runtimeName, runWarden, tempDir, textOf } from "./helpers.ts";
+import {
+  connect,
+  eventually,
+  fixtureToolsDir,
+  runtimeName,
+  runWarden,
+  tempDir,
+  textOf,
+  wardenCommand,
+} from "./helpers.ts";
 
 describe(`deployment policy (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
@@ -59,6 +68,8 @@ describe(`deployment policy (${runtimeName})`, () => {
   });
 
   it("--require-principal refuses until the server has a principal, which the ledger records", async () => {
+    // Quotes, a backslash and non-ASCII: the row is written field by field and must still be canonical JSON.
+    const principal = '"ada"\\lovelace@exämple.com✓';
     const ledger = path.join(work.dir, "l3");
     const without = await runWarden(["call", "host_context", "--require-principal", "host_context"], {
       env: { WARDEN_LEDGER: ledger },
@@ -74,7 +85,7 @@ describe(`deployment policy (${runtimeName})`, () => {
       "--require-principal",
       "host_context",
       "--principal",
-      "ada@example.com",
+      principal,
     ], {
       env: { WARDEN_LEDGER: ledger },
     });
@@ -83,9 +94,11 @@ describe(`deployment policy (${runtimeName})`, () => {
       l,
     ) => JSON.parse(l));
     assert.deepEqual(rows.map((r) => [r.decision, r.reason, r.principal]).sort(), [
-      ["allowed", null, "ada@example.com"],
+      ["allowed", null, principal],
       ["denied", "policy_denied", null],
     ]);
+    const verified = await runWarden(["ledger", "verify", "--ledger", ledger]);
+    assert.equal(verified.code, 0, verified.stdout);
   });
 
   it("refuses a policy that names a tool that does not exist", async () => {
@@ -196,5 +209,97 @@ describe(`call ledger (${runtimeName})`, () => {
     } finally {
       await session.close();
     }
+  });
+});
+
+/** bubblewrap's path; the disk-fault tests need it (.ci/run installs it). */
+function bwrap(): string {
+  const found = (process.env.PATH ?? "").split(path.delimiter).map((d) => path.join(d, "bwrap")).find((p) =>
+    existsSync(p)
+  );
+  assert.ok(found, "these tests mount a full and a read-only filesystem with bubblewrap: apt-get install bubblewrap");
+  return found;
+}
+
+const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+
+describe(`call ledger on a failing disk (${runtimeName})`, () => {
+  let work: { dir: string; remove: () => void };
+  before(() => {
+    work = tempDir();
+  });
+  after(() => work.remove());
+
+  /** The text of every call's result: echoes, each with a ledger warning when its row was not written. */
+  async function callMany(session: Awaited<ReturnType<typeof connect>>, n: number): Promise<string[][]> {
+    const texts: string[][] = [];
+    for (let i = 0; i < n; i++) {
+      const result = await session.client.callTool({ name: "fixture_echo", arguments: { text: `call ${i}` } });
+      assert.equal(result.isError, undefined, "a ledger fault never fails the call itself");
+      texts.push((result.content as { text: string }[]).map((c) => c.text));
+    }
+    return texts;
+  }
+
+  it("a full disk: the rows before it stay intact, each later call says its row was not written", async () => {
+    // An 8 KiB tmpfs as the ledger directory: room for about twenty rows.
+    const ledger = path.join(work.dir, "full");
+    mkdirSync(ledger);
+    const report = path.join(work.dir, "full-report.json");
+    // Inside the same sandbox, once the server has exited, verify what the tmpfs holds.
+    const verify = wardenCommand(["ledger", "verify", "--json", "--ledger", ledger]);
+    const script = `"$@"; ${[verify.command, ...verify.args].map(quote).join(" ")} > ${quote(report)}`;
+    const session = await connect({
+      env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger },
+      wrap: (command, args) => ({
+        command: bwrap(),
+        args: [
+          ...["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--size", "8192", "--tmpfs", ledger],
+          ...["--", "sh", "-c", script, "sh", command, ...args],
+        ],
+      }),
+    });
+    let texts: string[][];
+    try {
+      texts = await callMany(session, 60);
+    } finally {
+      await session.close();
+    }
+    texts.forEach((t, i) => assert.equal(t[0], JSON.stringify({ text: `call ${i}` })));
+    const written = texts.findIndex((t) => t.length > 1);
+    assert.ok(written > 5 && written < 40, `the tmpfs filled after ${written} rows`);
+    assert.match(texts[written][1], /^warning: the call ledger could not be written \(.*(ENOSPC|No space left)/i);
+    for (const t of texts.slice(written + 1)) {
+      assert.match(t[1], /later calls are not recorded either$/, "no row after a failed one: the chain would break");
+    }
+    assert.ok(await eventually(() => existsSync(report) && readFileSync(report, "utf8").endsWith("}\n"), 15_000));
+    const verdict = JSON.parse(readFileSync(report, "utf8"));
+    assert.equal(verdict.rows, written, "every row written before the disk filled is intact");
+    if (verdict.status === "torn") {
+      assert.equal(verdict.firstBad.line, written + 1, "only the row the disk cut short is torn");
+    } else {
+      assert.equal(verdict.status, "intact");
+    }
+  });
+
+  it("a read-only disk: every call answers and says its row was not written", async () => {
+    const ledger = path.join(work.dir, "read-only");
+    mkdirSync(ledger);
+    const session = await connect({
+      env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger },
+      wrap: (command, args) => ({
+        command: bwrap(),
+        args: ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", command, ...args],
+      }),
+    });
+    let texts: string[][];
+    try {
+      texts = await callMany(session, 3);
+    } finally {
+      await session.close();
+    }
+    assert.match(texts[0][1], /^warning: the call ledger could not be written \(.*read-only file system/i);
+    assert.match(texts[2][1], /later calls are not recorded either$/);
+    assert.deepEqual(readdirSync(ledger), [], "nothing was written");
   });
 });
