@@ -45,6 +45,7 @@ function doorFor(parts: ContextParts): WritableRootFs {
       readText: fs.readText.bind(fs),
       readBytes: fs.readBytes.bind(fs),
       stat: fs.stat.bind(fs),
+      stats: fs.stats.bind(fs),
       list: fs.list.bind(fs),
       glob: fs.glob.bind(fs),
       write: (root: string, file: string, data: string | Uint8Array) =>

@@ -4,7 +4,7 @@
 // name roots by id and paths relative to the root, never host paths.
 import path from "node:path";
 import { problem, received, WardenError } from "./errors.ts";
-import { platform, type PlatformDirEntry } from "./platform/mod.ts";
+import { type FileStat, platform, type PlatformDirEntry } from "./platform/mod.ts";
 
 /** A configured root: a logical id and the directory it stands for. */
 export interface RootSpec {
@@ -46,6 +46,12 @@ export interface RootFs {
   readText(root: string, file: string, options?: { maxBytes?: number }): Promise<string>;
   readBytes(root: string, file: string, options?: { maxBytes?: number }): Promise<Uint8Array>;
   stat(root: string, file: string): Promise<FileInfo>;
+  /**
+   * Stats many paths at once, in order: null for one that is missing or
+   * refused. For checking a cache of thousands of files, where a `stat` each
+   * (a real-path walk and two thread hops per file) costs ten times more.
+   */
+  stats(root: string, files: readonly string[]): Promise<(FileInfo | null)[]>;
   list(root: string, dir?: string): Promise<DirEntry[]>;
   /** Files (not directories) matching `patterns`, relative to the root, sorted. */
   glob(root: string, patterns: string | readonly string[], options?: GlobOptions): Promise<string[]>;
@@ -67,6 +73,19 @@ interface Resolved {
   readonly real: string;
   /** Normalised path relative to the root with `/` separators, as the caller named it. */
   readonly display: string;
+}
+
+/** Relative, `/`-separated, no empty segment, no NUL; with DOT_SEGMENT, a path that needs no normalising. */
+const PLAIN_RELATIVE = /^[^/\0]+(?:\/[^/\0]+)*$/;
+const DOT_SEGMENT = /(?:^|\/)\.\.?(?:\/|$)/;
+
+/** An lstat that says null for anything it cannot tell (missing, no permission): `stat` then decides. */
+function lstatOrNull(target: string): FileStat | null {
+  try {
+    return platform().fs.lstatSync(target);
+  } catch {
+    return null;
+  }
 }
 
 function isInside(parent: string, child: string): boolean {
@@ -211,9 +230,12 @@ class ConfinedFs implements RootFs {
     return root;
   }
 
-  /** Lexical check first (cheap, and says `..` plainly), then the real path. */
-  async #resolve(rootId: string, input: string): Promise<Resolved> {
-    const root = this.#root(rootId);
+  /** The path relative to the root, by its text alone: a string, no NUL, not leading out. */
+  #lexical(root: OpenRoot, input: string): { rel: string; display: string } {
+    // The common case, a plain relative path ("src/a.ts"), is its own answer; path's resolve and relative cost ~10 µs.
+    if (typeof input === "string" && path.sep === "/" && PLAIN_RELATIVE.test(input) && !DOT_SEGMENT.test(input)) {
+      return { rel: input, display: input };
+    }
     if (typeof input !== "string") {
       throw new WardenError("path_refused", problem("Invalid path", `expected a string, received ${received(input)}`));
     }
@@ -248,7 +270,13 @@ class ConfinedFs implements RootFs {
         );
       }
     }
-    const display = toPosix(rel) || ".";
+    return { rel, display: toPosix(rel) || "." };
+  }
+
+  /** Lexical check first (cheap, and says `..` plainly), then the real path. */
+  async #resolve(rootId: string, input: string): Promise<Resolved> {
+    const root = this.#root(rootId);
+    const { rel, display } = this.#lexical(root, input);
     let real: string;
     try {
       real = await platform().fs.realPath(path.join(root.real, rel));
@@ -311,6 +339,50 @@ class ConfinedFs implements RootFs {
       size: info.size,
       mtimeMs: info.mtimeMs,
     };
+  }
+
+  async stats(rootId: string, files: readonly string[]): Promise<(FileInfo | null)[]> {
+    const root = this.#root(rootId);
+    // Directories known to lead to the root's real path with no symlink on the way: a file under one that is not a
+    // symlink itself needs one lstat, not a real-path walk. Anything else takes `stat`'s full way.
+    const plainDirs = new Map<string, boolean>([["", true]]);
+    // #lexical hands back plain relative paths as they are: joining them needs no normalising (path.join's cost).
+    const prefix = root.real.endsWith(path.sep) ? root.real : root.real + path.sep;
+    const under = (rel: string) => (rel === "" ? root.real : prefix + rel);
+    const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf(path.sep)));
+    const plainDir = (rel: string): boolean => {
+      let known = plainDirs.get(rel);
+      if (known === undefined) {
+        const info = plainDir(parentOf(rel)) ? lstatOrNull(under(rel)) : null;
+        known = info !== null && info.isDirectory;
+        plainDirs.set(rel, known);
+      }
+      return known;
+    };
+    const out: (FileInfo | null)[] = [];
+    for (let i = 0; i < files.length; i++) {
+      // A few thousand lstats run in a few ms; yielding now and then keeps other requests and cancellation moving.
+      if (i % 1024 === 1023) await new Promise<void>((resolve) => setImmediate(resolve));
+      let rel: string, display: string;
+      try {
+        ({ rel, display } = this.#lexical(root, files[i]));
+      } catch {
+        out.push(null);
+        continue;
+      }
+      const info = plainDir(parentOf(rel)) ? lstatOrNull(under(rel)) : null;
+      if (info && !info.isSymlink) {
+        out.push({
+          path: display,
+          kind: info.isFile ? "file" : info.isDirectory ? "directory" : "other",
+          size: info.size,
+          mtimeMs: info.mtimeMs,
+        });
+      } else {
+        out.push(await this.stat(rootId, files[i]).catch(() => null));
+      }
+    }
+    return out;
   }
 
   async list(rootId: string, dir = "."): Promise<DirEntry[]> {
@@ -411,6 +483,7 @@ export function restrictRoots(fs: RootFs, allowed: readonly string[], who: strin
       readText: (root, file, options) => Promise.resolve().then(() => fs.readText(check(root), file, options)),
       readBytes: (root, file, options) => Promise.resolve().then(() => fs.readBytes(check(root), file, options)),
       stat: (root, file) => Promise.resolve().then(() => fs.stat(check(root), file)),
+      stats: (root, files) => Promise.resolve().then(() => fs.stats(check(root), files)),
       list: (root, dir) => Promise.resolve().then(() => fs.list(check(root), dir)),
       glob: (root, patterns, options) => Promise.resolve().then(() => fs.glob(check(root), patterns, options)),
     } satisfies RootFs,

@@ -157,6 +157,12 @@ describe(`plugin runtime (${runtimeName})`, () => {
       assert.deepEqual(await plugin.call("glob", { patterns: "**/*.txt" }, context()), ["hello.txt", "sub/a.txt"]);
       const stat = await plugin.call("stat", { path: "sub/a.txt" }, context()) as Record<string, unknown>;
       assert.deepEqual({ ...stat, mtimeMs: 0 }, { path: "sub/a.txt", kind: "file", size: 2, mtimeMs: 0 });
+      const stats = await plugin.call("stats", { paths: ["sub/a.txt", "none.txt", "../x", "sub"] }, context());
+      assert.deepEqual(
+        (stats as ({ path: string; kind: string } | null)[]).map((s) => s && [s.path, s.kind]),
+        [["sub/a.txt", "file"], null, null, ["sub", "directory"]],
+      );
+      await assert.rejects(plugin.call("stats", { paths: "sub/a.txt" }, context()), /paths must be an array of strings/);
     });
 
     it("runs a bundle in the SDK's shape (plugin.tools[name].handler)", async () => {

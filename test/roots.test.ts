@@ -144,6 +144,54 @@ describe(`root confinement (${runtimeName})`, () => {
     });
   });
 
+  it("stats many paths at once as stat does one by one, null where stat refuses", async () => {
+    // A symlinked directory inside the root, and one leading out (up/): the batch must take the slow way for both.
+    symlinkSync(path.join(rootDir, "src", "nested"), path.join(rootDir, "src", "inner-link"));
+    const paths = [
+      "src/a.ts",
+      "src/alias.ts",
+      "src/escape.ts",
+      "up/secret.txt",
+      "../secret.txt",
+      "src/none.ts",
+      "src/a.ts/x",
+      "src/nested",
+      "src/inner-link/b.ts",
+      "src/nested/../a.ts",
+      "src//nested/b.ts",
+      path.join(rootDir, "src/a.ts"),
+      "/etc/passwd",
+      ".",
+      "nul\0.ts",
+    ];
+    const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths })));
+    assert.equal(batch.length, paths.length);
+    for (const [i, p] of paths.entries()) {
+      const one = await call({ op: "stat", path: p });
+      const expected = one.isError ? null : JSON.parse(textOf(one));
+      const got = batch[i] && { path: batch[i].path, kind: batch[i].kind, size: batch[i].size };
+      assert.deepEqual(got, expected, `stats and stat disagree on ${JSON.stringify(p)}`);
+    }
+    assert.deepEqual(batch.map((b: { kind: string } | null) => b?.kind ?? null), [
+      "file",
+      "file",
+      null,
+      null,
+      null,
+      null,
+      null,
+      "directory",
+      "file",
+      "file",
+      "file",
+      "file",
+      null,
+      "directory",
+      null,
+    ]);
+    assert.ok(batch.every((b: { mtimeMs: number } | null) => b === null || b.mtimeMs > 0));
+  });
+
   it("refuses to start with a root that does not exist, naming it", async () => {
     const { runWarden } = await import("./helpers.ts");
     const result = await runWarden(["tools", "--root", `gone=${path.join(work.dir, "gone")}`]);

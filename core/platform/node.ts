@@ -1,22 +1,20 @@
 // The node adapter of Platform.
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { closeSync, constants, existsSync, openSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  realpathSync,
+  writeSync,
+} from "node:fs";
 import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
-import {
-  lstat,
-  mkdir,
-  mkdtemp,
-  open,
-  readdir,
-  readFile,
-  realpath,
-  rename,
-  rm,
-  stat,
-  writeFile,
-} from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import process from "node:process";
@@ -42,28 +40,31 @@ function toStat(info: import("node:fs").Stats): FileStat {
   };
 }
 
-async function readRegularFile(file: string, maxBytes: number): Promise<RegularFileRead> {
-  let handle;
+// Synchronous on purpose: each async fs call hands work to libuv's thread pool and back, and a file read took four
+// (open, fstat, read, close). Profiled on a 3,200-file build, those hand-offs cost the main thread more than the
+// reads: ~40 µs each, against a few µs for the same call made synchronously.
+function readRegularFile(file: string, maxBytes: number): RegularFileRead {
+  let fd: number;
   try {
-    handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
   } catch (error) {
     if ((error as { code?: string }).code === "ELOOP") return { kind: "symlink" };
     throw error;
   }
   try {
-    const info = await handle.stat();
+    const info = fstatSync(fd);
     if (!info.isFile()) return { kind: "not_a_file" };
     if (info.size > maxBytes) return { kind: "too_large", size: info.size };
     const bytes = new Uint8Array(info.size);
     let offset = 0;
     while (offset < bytes.length) {
-      const { bytesRead } = await handle.read(bytes, offset, bytes.length - offset, offset);
+      const bytesRead = readSync(fd, bytes, offset, bytes.length - offset, offset);
       if (bytesRead === 0) break;
       offset += bytesRead;
     }
     return { kind: "ok", bytes: offset === bytes.length ? bytes : bytes.subarray(0, offset) };
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -256,9 +257,19 @@ export function nodePlatform(): Platform {
     },
     fromFileUrl: (url: URL) => fileURLToPath(url),
     fs: Object.freeze({
-      realPath: (p: string) => realpath(p),
+      // Synchronous for the reason given at readRegularFile; a promise still, as callers expect.
+      realPath: (p: string) => new Promise<string>((resolve) => resolve(realpathSync.native(p))),
       stat: async (p: string) => toStat(await stat(p)),
       lstat: async (p: string) => toStat(await lstat(p)),
+      lstatSync(p: string) {
+        try {
+          const info = lstatSync(p, { throwIfNoEntry: false });
+          return info ? toStat(info) : null;
+        } catch (error) {
+          if ((error as { code?: string }).code === "ENOTDIR") return null;
+          throw error;
+        }
+      },
       async readDir(p: string): Promise<PlatformDirEntry[]> {
         return (await readdir(p, { withFileTypes: true })).map((entry) => ({
           name: entry.name,
@@ -271,7 +282,8 @@ export function nodePlatform(): Platform {
             : "other",
         }));
       },
-      readRegularFile,
+      readRegularFile: (p: string, maxBytes: number) =>
+        new Promise<RegularFileRead>((resolve) => resolve(readRegularFile(p, maxBytes))),
       readTextFile: (p: string) => readFile(p, "utf8"),
       async writeFileAtomic(p: string, data: string | Uint8Array) {
         const temp = `${p}.${process.pid}.${Date.now()}.tmp`;
@@ -312,6 +324,11 @@ export function nodePlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable,
+    requireDependency: (via: string, specifier: string) =>
+      new Promise((resolve) => {
+        const require = createRequire(import.meta.url);
+        resolve(createRequire(require.resolve(via))(specifier));
+      }),
     // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
     sha256Hex: typeof oneShotHash === "function"
       ? (text: string) => oneShotHash("sha256", text, "hex")

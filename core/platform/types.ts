@@ -43,6 +43,12 @@ export interface PlatformFs {
   realPath(path: string): Promise<string>;
   stat(path: string): Promise<FileStat>;
   lstat(path: string): Promise<FileStat>;
+  /**
+   * lstat without a round trip through the event loop, null when nothing is
+   * there (ENOENT, ENOTDIR): a cache checking thousands of files pays a few
+   * µs each instead of a promise and a thread hop.
+   */
+  lstatSync(path: string): FileStat | null;
   readDir(path: string): Promise<PlatformDirEntry[]>;
   /** Reads `path` only if it is a regular file (a symlink is refused) of at most `maxBytes`. */
   readRegularFile(path: string, maxBytes: number): Promise<RegularFileRead>;
@@ -152,6 +158,12 @@ export interface Platform {
    * `npm install` when it is missing.
    */
   denoExecutable(): string;
+  /**
+   * Loads a CommonJS file of one of warden's installed dependencies, resolved
+   * from the directory of the package `via` (so the copy that package depends
+   * on, wherever npm placed it).
+   */
+  requireDependency(via: string, specifier: string): Promise<unknown>;
   /** Lowercase hex SHA-256 of a text's UTF-8 bytes, synchronously (the ledger hashes on every call's path). */
   sha256Hex(text: string): string;
   /** Every address `host` resolves to (A and AAAA), as text. */

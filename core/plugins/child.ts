@@ -15,7 +15,7 @@
 //
 // The bundle exports `tools` (tool name → async (args, ctx) => result) or
 // `plugin` from the SDK's definePlugin (tool name → { handler, ... }). ctx has
-// signal, fs (readText, list, glob, stat, rootIds: RPCs to the host), roots
+// signal, fs (readText, list, glob, stat, stats, rootIds: RPCs to the host), roots
 // (the same ids), progress(p, total?, message?) and log(level, data).
 //
 // Protocol, host → child: {type:"load", code, rootIds, maxMessageBytes}, {type:"call", id,
@@ -165,6 +165,7 @@ export function childMain(): void {
         list: (root: unknown, dir?: unknown) => rpc(callId, "list", [root, dir]),
         glob: (root: unknown, patterns: unknown, options?: unknown) => rpc(callId, "glob", [root, patterns, options]),
         stat: (root: unknown, path: unknown) => rpc(callId, "stat", [root, path]),
+        stats: (root: unknown, paths: unknown) => rpc(callId, "stats", [root, paths]),
         write: (root: unknown, path: unknown, data: unknown) => rpc(callId, "write", [root, path, data]),
       });
       const ctx = Object.freeze({

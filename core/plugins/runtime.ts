@@ -258,6 +258,11 @@ function runFileRequest(fs: RootFs, op: string, args: unknown[]): Promise<unknow
       );
     case "stat":
       return fs.stat(stringArg(root, "root"), stringArg(first, "path"));
+    case "stats":
+      if (!Array.isArray(first) || !first.every(isString)) {
+        return Promise.reject(invalidFileRequest(`paths must be an array of strings, received ${received(first)}`));
+      }
+      return fs.stats(stringArg(root, "root"), first as string[]);
     case "glob": {
       const patterns = typeof first === "string"
         ? first

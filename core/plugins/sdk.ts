@@ -17,6 +17,11 @@ export interface PluginContext {
       options?: { cwd?: string; dot?: boolean; gitignore?: boolean; ignore?: string[] },
     ): Promise<string[]>;
     stat(root: string, path: string): Promise<{ path: string; kind: string; size: number; mtimeMs: number }>;
+    /** Many stats in one request, in order; null for a path that is missing or refused. */
+    stats(
+      root: string,
+      paths: string[],
+    ): Promise<({ path: string; kind: string; size: number; mtimeMs: number } | null)[]>;
   };
   /** Root ids this plugin may read. */
   readonly roots: readonly string[];

@@ -11,7 +11,7 @@ import { isModuleFile, type ModuleSummary, summarizeModule } from "./module_summ
 import { markWorkspaces, type PackageInfo, parsePackage } from "./packages.ts";
 import { type Resolution, Resolver } from "./resolver.ts";
 import { type ConfigSet, isConfigFile, loadConfigs } from "./tsconfig.ts";
-import { loadTs, type TsApi } from "./ts_api.ts";
+import { loadTypeScript, type TsApi } from "../../core/typescript.ts";
 import { joinRel, parentDir, VirtualFs, type Wanted } from "./virtual_fs.ts";
 
 /** One module of the graph. */
@@ -73,6 +73,8 @@ export interface ModuleGraph {
 const MAX_MODULE_BYTES = 4 * 1024 * 1024;
 /** Reads and stats in flight at once. */
 const CONCURRENCY = 48;
+/** Items between two yields to the event loop in a long loop. */
+const YIELD_EVERY = 64;
 /**
  * A stamp is trusted to stand for what was read only when the file (or
  * directory) last changed a while before the read (or listing): a change in
@@ -148,7 +150,11 @@ async function eachLimit<T>(items: readonly T[], signal: AbortSignal, work: (ite
   const worker = async () => {
     while (next < items.length) {
       if (signal.aborted) return;
-      await work(items[next++]);
+      // File reads may complete synchronously (node's platform reads so): yield to the event loop now and then, so
+      // that a cancellation, the call's deadline and other requests still get in during a long build.
+      const item = items[next++];
+      if (next % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      await work(item);
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, items.length) }, worker));
@@ -191,7 +197,7 @@ export function moduleGraph(ctx: ReadContext, root: string): Promise<ModuleGraph
 async function refresh(ctx: ReadContext, root: string, state: RootState): Promise<ModuleGraph> {
   const started = performance.now();
   // TypeScript compiles while the root is listed and stat'ed (its load is CPU, theirs I/O).
-  const loading = loadTs();
+  const loading = loadTypeScript();
   loading.catch(() => {});
   const signal = ctx.signal;
   const old = state.snapshot;
@@ -204,9 +210,12 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     ...(old ? [...old.dirs.keys(), ...old.nodeModules.keys(), ...old.meta.keys()] : []),
     ...state.parsed.keys(),
   ];
-  await eachLimit(watched, signal, async (file) => {
-    stamps.set(file, await statOrNull(ctx, root, file));
-  });
+  const infos = await ctx.fs.stats(root, watched);
+  if (signal.aborted) throw signal.reason;
+  for (let i = 0; i < watched.length; i++) {
+    const info = infos[i];
+    stamps.set(watched[i], info ? { size: info.size, mtimeMs: info.mtimeMs } : null);
+  }
   for (const stamp of stamps.values()) if (stamp && stamp.mtimeMs % 1000 !== 0) state.fineClock = true;
   const margin = racyMargin(state);
   let dirs = old?.dirs;
@@ -270,22 +279,29 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
   ).sort();
   const projectSet = new Set(project);
   for (const file of [...state.parsed.keys()]) if (!files.has(file)) state.parsed.delete(file);
+  /** Whether what was parsed of `file` still stands for it (a stamp that settles an unstamped read counts). */
+  const current = (file: string): boolean => {
+    const known = state.parsed.get(file);
+    const stamp = stamps.get(file);
+    if (!known || !stamp || stamp.size !== known.size) return false;
+    if (stamp.mtimeMs === known.mtimeMs) return true;
+    // Read without a stat (or too soon after a change): the stat settles it if the change is older than the read.
+    if (Number.isNaN(known.mtimeMs) && stamp.mtimeMs < known.readAt - margin) {
+      known.mtimeMs = stamp.mtimeMs;
+      return true;
+    }
+    return false;
+  };
+  // Nothing added, removed, reconfigured or edited: the last graph is this one.
+  if (old?.graph && snapshot.resolver === old.resolver && sameFiles && [...state.parsed.keys()].every(current)) {
+    snapshot.graph = old.graph;
+    state.snapshot = snapshot;
+    const build = { cached: true, parsed: 0, resolved: 0, ms: Math.round((performance.now() - started) * 10) / 10 };
+    return { ...old.graph, build, memo: old.graph.memo };
+  }
   let parsedNow = 0;
   const parse = async (list: readonly string[], reportProgress: boolean) => {
-    const todo: string[] = [];
-    for (const file of list) {
-      const known = state.parsed.get(file);
-      const stamp = stamps.get(file);
-      if (known && stamp && stamp.size === known.size) {
-        if (stamp.mtimeMs === known.mtimeMs) continue;
-        // Read without a stat (or too soon after a change): the stat settles it if the change is older than the read.
-        if (Number.isNaN(known.mtimeMs) && stamp.mtimeMs < known.readAt - margin) {
-          known.mtimeMs = stamp.mtimeMs;
-          continue;
-        }
-      }
-      todo.push(file);
-    }
+    const todo = list.filter((file) => !current(file));
     let done = 0;
     const every = Math.max(100, Math.ceil(todo.length / 20));
     await eachLimit(todo, signal, async (file) => {
