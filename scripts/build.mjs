@@ -44,11 +44,11 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  minify: true,
+  minify: !process.env.WARDEN_NO_MINIFY,
   sourcemap: "linked",
   chunkNames: "chunks/[name]-[hash]",
   // Heavy or native packages stay in node_modules and load only when used.
-  external: ["ts-morph", "typescript", "esbuild", "deno"],
+  external: ["ts-morph", "@ts-morph/common", "typescript", "esbuild", "deno"],
   plugins: [withoutAjv],
   // Bundled CommonJS dependencies call require(); give them one.
   banner: {
@@ -69,7 +69,7 @@ await build({
   platform: "neutral",
   mainFields: ["module", "main"],
   target: "es2022",
-  minify: true,
+  minify: !process.env.WARDEN_NO_MINIFY,
   legalComments: "external",
   banner: { js: '// @ts-self-types="./mcp-sdk.d.ts"' },
   logLevel: "warning",

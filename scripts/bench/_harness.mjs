@@ -22,7 +22,7 @@ export const PROTOCOL_VERSION = "2025-11-25";
  * The permission flags `deno task start` grants warden, read from deno.json
  * (a test keeps that task equal to core/platform/mod.ts DENO_RUN_FLAGS).
  */
-const WARDEN_DENO_FLAGS = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"))
+export const WARDEN_DENO_FLAGS = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"))
   .tasks.start.split(" ")
   .filter((word) => word.startsWith("--"));
 

@@ -31,6 +31,7 @@ import {
   repoRoot,
   runtimesOf,
   startServer,
+  WARDEN_DENO_FLAGS,
 } from "./_harness.mjs";
 
 const flags = parseFlags(process.argv.slice(2), {
@@ -344,9 +345,7 @@ function wardenContender(runtime, dir) {
     runtime,
     name: "warden",
     command: runtime === "node" ? process.execPath : denoBinary(),
-    args: runtime === "node"
-      ? [mainJs, ...args]
-      : ["run", "--no-prompt", "--allow-read", "--allow-env", "--allow-sys", "--allow-run", "core/main.ts", ...args],
+    args: runtime === "node" ? [mainJs, ...args] : ["run", ...WARDEN_DENO_FLAGS, "core/main.ts", ...args],
     cwd: repoRoot,
     env: childEnv({ WARDEN_PLUGINS_DIR: emptyPlugins }),
   };
