@@ -7,15 +7,18 @@ import {
   fstatSync,
   lstatSync,
   openSync,
+  readFileSync,
   readSync,
   realpathSync,
+  statSync,
   writeSync,
 } from "node:fs";
 import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
+import Module, { createRequire } from "node:module";
+import { Script } from "node:vm";
 import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -66,6 +69,48 @@ function readRegularFile(file: string, maxBytes: number): RegularFileRead {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Runs a CommonJS file as require would, with V8's code cache kept in
+ * node_modules/.cache/warden/ (node 22's module.enableCompileCache does this;
+ * node 20 has none): TypeScript's 9 MB compiler loads in ~65 ms instead of
+ * ~180. The cache is keyed by the file's path, size and mtime and node's
+ * version; V8 rejects data that does not fit and the file is compiled afresh.
+ * A cache that cannot be written (a read-only install) is only slower.
+ */
+function requireWithCodeCache(file: string): unknown {
+  const at = file.lastIndexOf(`${path.sep}node_modules${path.sep}`);
+  if (at < 0) return createRequire(file)(file);
+  const nodeModules = file.slice(0, at + "/node_modules".length);
+  const info = statSync(file);
+  const key = nodeCrypto.createHash("sha256").update(`${file}\0${info.size}\0${info.mtimeMs}\0${process.version}`)
+    .digest("hex").slice(0, 16);
+  const cacheFile = path.join(nodeModules, ".cache", "warden", `${path.basename(file)}-${key}.v8`);
+  let cachedData: Buffer | undefined;
+  try {
+    cachedData = readFileSync(cacheFile);
+  } catch {
+    // Not cached yet.
+  }
+  const script = new Script(Module.wrap(readFileSync(file, "utf8")), { filename: file, cachedData });
+  const module = { exports: {} as unknown };
+  (script.runInThisContext() as (...args: unknown[]) => void).call(
+    module.exports,
+    module.exports,
+    createRequire(file),
+    module,
+    file,
+    path.dirname(file),
+  );
+  if (cachedData === undefined || script.cachedDataRejected) {
+    const data = script.createCachedData();
+    void mkdir(path.dirname(cacheFile), { recursive: true })
+      .then(() => writeFile(`${cacheFile}.${process.pid}.tmp`, data))
+      .then(() => rename(`${cacheFile}.${process.pid}.tmp`, cacheFile))
+      .catch(() => rm(`${cacheFile}.${process.pid}.tmp`, { force: true }).catch(() => {}));
+  }
+  return module.exports;
 }
 
 /** crypto.hash where node has it (20.12+); a namespace lookup, since a named import would fail to link on 20.0. */
@@ -327,7 +372,7 @@ export function nodePlatform(): Platform {
     requireDependency: (via: string, specifier: string) =>
       new Promise((resolve) => {
         const require = createRequire(import.meta.url);
-        resolve(createRequire(require.resolve(via))(specifier));
+        resolve(requireWithCodeCache(createRequire(require.resolve(via)).resolve(specifier)));
       }),
     // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
     sha256Hex: typeof oneShotHash === "function"
