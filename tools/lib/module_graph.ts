@@ -212,10 +212,7 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
   ];
   const infos = await ctx.fs.stats(root, watched);
   if (signal.aborted) throw signal.reason;
-  for (let i = 0; i < watched.length; i++) {
-    const info = infos[i];
-    stamps.set(watched[i], info ? { size: info.size, mtimeMs: info.mtimeMs } : null);
-  }
+  for (let i = 0; i < watched.length; i++) stamps.set(watched[i], infos[i]);
   for (const stamp of stamps.values()) if (stamp && stamp.mtimeMs % 1000 !== 0) state.fineClock = true;
   const margin = racyMargin(state);
   let dirs = old?.dirs;
@@ -248,8 +245,9 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     }
     dirs = fresh;
   }
-  const sameFiles = old !== undefined && old.files.size === files.size && old.ignored.size === ignored.size &&
-    [...files].every((f) => old.files.has(f)) && [...ignored].every((f) => old.ignored.has(f));
+  const sameFiles = old !== undefined && (files === old.files && ignored === old.ignored ||
+    old.files.size === files.size && old.ignored.size === ignored.size &&
+      [...files].every((f) => old.files.has(f)) && [...ignored].every((f) => old.ignored.has(f)));
 
   // 2. package.json, tsconfig and workspace files: re-read all when any changed, appeared or vanished.
   const metaFiles = [...files].filter((f) => isMetaFile(f) && !ignored!.has(f)).sort();
@@ -272,13 +270,6 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     snapshot = dirs === old.dirs ? old : { ...old, dirs, listedAt };
   }
 
-  // 3. Parse the project's modules whose content is new to us.
-  const outputs = snapshot.configs.configs.flatMap((c) => c.outputs.map((o) => o.out + "/"));
-  const project = [...files].filter((f) =>
-    isModuleFile(f) && !ignored!.has(f) && !outputs.some((out) => f.startsWith(out))
-  ).sort();
-  const projectSet = new Set(project);
-  for (const file of [...state.parsed.keys()]) if (!files.has(file)) state.parsed.delete(file);
   /** Whether what was parsed of `file` still stands for it (a stamp that settles an unstamped read counts). */
   const current = (file: string): boolean => {
     const known = state.parsed.get(file);
@@ -299,6 +290,14 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     const build = { cached: true, parsed: 0, resolved: 0, ms: Math.round((performance.now() - started) * 10) / 10 };
     return { ...old.graph, build, memo: old.graph.memo };
   }
+
+  // 3. Parse the project's modules whose content is new to us.
+  const outputs = snapshot.configs.configs.flatMap((c) => c.outputs.map((o) => o.out + "/"));
+  const project = [...files].filter((f) =>
+    isModuleFile(f) && !ignored!.has(f) && !outputs.some((out) => f.startsWith(out))
+  ).sort();
+  const projectSet = new Set(project);
+  for (const file of [...state.parsed.keys()]) if (!files.has(file)) state.parsed.delete(file);
   let parsedNow = 0;
   const parse = async (list: readonly string[], reportProgress: boolean) => {
     const todo = list.filter((file) => !current(file));
