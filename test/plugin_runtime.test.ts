@@ -162,7 +162,10 @@ describe(`plugin runtime (${runtimeName})`, () => {
         (stats as ({ path: string; kind: string } | null)[]).map((s) => s && [s.path, s.kind]),
         [["sub/a.txt", "file"], null, null, ["sub", "directory"]],
       );
-      await assert.rejects(plugin.call("stats", { paths: "sub/a.txt" }, context()), /paths must be an array of strings/);
+      await assert.rejects(
+        plugin.call("stats", { paths: "sub/a.txt" }, context()),
+        /paths must be an array of strings/,
+      );
     });
 
     it("runs a bundle in the SDK's shape (plugin.tools[name].handler)", async () => {
