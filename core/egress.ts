@@ -85,8 +85,11 @@ function isIpLiteral(host: string): boolean {
   return /^\d+\.\d+\.\d+\.\d+$/.test(host) || host.startsWith("[");
 }
 
-/** Checks one URL against the declared origins and what its name resolves to. */
-async function checkUrl(who: string, netHosts: readonly string[], url: URL): Promise<void> {
+/**
+ * Checks one URL against the declared origins and what its name resolves to;
+ * returns the addresses the request may connect to, and only those.
+ */
+async function checkUrl(who: string, netHosts: readonly string[], url: URL): Promise<readonly string[]> {
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     throw new WardenError(
       "capability_denied",
@@ -109,7 +112,7 @@ async function checkUrl(who: string, netHosts: readonly string[], url: URL): Pro
     );
   }
   const host = url.hostname;
-  if (isIpLiteral(host)) return; // The address itself was declared.
+  if (isIpLiteral(host)) return [bare(host)]; // The address itself was declared.
   let addresses: string[];
   try {
     addresses = await platform().resolveHost(host);
@@ -129,6 +132,133 @@ async function checkUrl(who: string, netHosts: readonly string[], url: URL): Pro
       ),
     );
   }
+  return addresses;
+}
+
+/** An IPv6 literal without its URL brackets. */
+function bare(host: string): string {
+  return host.startsWith("[") ? host.slice(1, -1) : host;
+}
+
+/** Request headers a tool may not set: the connection's own (as fetch forbids them). */
+const CONNECTION_HEADERS = new Set([
+  "host",
+  "connection",
+  "content-length",
+  "transfer-encoding",
+  "keep-alive",
+  "upgrade",
+]);
+
+/** A response whose body has not been read yet. */
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  /** Reads at most `maxBytes` of the body; a longer one is cut and the connection dropped. */
+  read(maxBytes: number): Promise<{ bytes: Uint8Array; truncated: boolean }>;
+  discard(): void;
+}
+
+/**
+ * One HTTP exchange with the connection pinned to `addresses`, the answer
+ * the check saw: a name is never resolved a second time, so DNS that changes
+ * its answer between the check and the connect (rebinding) reaches nothing
+ * else. The name still goes out as Host and as the TLS server name, and the
+ * certificate is verified against it. Redirects are the caller's.
+ */
+async function exchange(
+  url: URL,
+  addresses: readonly string[],
+  method: string,
+  headers: Readonly<Record<string, string>> | undefined,
+  body: string | undefined,
+  signal: AbortSignal,
+): Promise<Answer> {
+  const { request } = url.protocol === "https:" ? await import("node:https") : await import("node:http");
+  const pinned = addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+  const outgoing: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!CONNECTION_HEADERS.has(name.toLowerCase())) outgoing[name] = value;
+  }
+  return await new Promise<Answer>((resolve, reject) => {
+    const failed = (error: Error) =>
+      reject(
+        signal.aborted ? signal.reason : new WardenError(
+          "tool_failed",
+          problem(`Fetch from ${url.origin} failed`, (error as { code?: string }).code ?? error.message),
+        ),
+      );
+    const req = request(
+      {
+        protocol: url.protocol,
+        hostname: bare(url.hostname),
+        port: url.port || (url.protocol === "https:" ? 443 : 80),
+        path: url.pathname + url.search,
+        method,
+        headers: outgoing,
+        signal,
+        lookup: (_host, options, callback) =>
+          options?.all ? callback(null, pinned) : callback(null, pinned[0].address, pinned[0].family),
+      },
+      (res) => {
+        const answerHeaders: Record<string, string> = {};
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value !== undefined) answerHeaders[name] = Array.isArray(value) ? value.join(", ") : value;
+        }
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: answerHeaders,
+          discard: () => res.destroy(),
+          read: (maxBytes) =>
+            new Promise((done, fail) => {
+              const chunks: Uint8Array[] = [];
+              let kept = 0;
+              let settled = false;
+              const settle = (truncated: boolean) => {
+                settled = true;
+                done({ bytes: concat(chunks, kept), truncated });
+              };
+              res.on("data", (chunk: Uint8Array) => {
+                if (settled) return;
+                const room = maxBytes - kept;
+                if (chunk.length > room) {
+                  if (room > 0) chunks.push(chunk.subarray(0, room));
+                  kept = maxBytes;
+                  settle(true);
+                  res.destroy();
+                  return;
+                }
+                chunks.push(chunk);
+                kept += chunk.length;
+              });
+              res.on("end", () => settle(false));
+              res.on("close", () => {
+                if (settled) return;
+                settled = true;
+                fail(
+                  signal.aborted ? signal.reason : new WardenError(
+                    "tool_failed",
+                    problem(`Fetch from ${url.origin} failed`, "the connection closed before the body ended"),
+                  ),
+                );
+              });
+            }),
+        });
+      },
+    );
+    req.on("error", failed);
+    req.end(body);
+  });
+}
+
+function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
+  const all = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return all;
 }
 
 const MAX_REDIRECTS = 5;
@@ -151,11 +281,11 @@ export async function fetchFor(
   let method = request.method ?? "GET";
   let body = request.body;
   for (let redirects = 0;; redirects++) {
-    await checkUrl(who, netHosts, url);
-    const response = await fetch(url, { method, headers: request.headers, body, redirect: "manual", signal });
-    const location = response.headers.get("location");
-    if (response.status >= 300 && response.status < 400 && location) {
-      await response.body?.cancel();
+    const addresses = await checkUrl(who, netHosts, url);
+    const answer = await exchange(url, addresses, method, request.headers, body, signal);
+    const location = answer.headers["location"];
+    if (answer.status >= 300 && answer.status < 400 && location) {
+      answer.discard();
       if (redirects >= MAX_REDIRECTS) {
         throw new WardenError(
           "capability_denied",
@@ -163,41 +293,18 @@ export async function fetchFor(
         );
       }
       url = new URL(location, url);
-      if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+      if (answer.status === 303 || ((answer.status === 301 || answer.status === 302) && method === "POST")) {
         method = "GET";
         body = undefined;
       }
       continue;
     }
-    const chunks: Uint8Array[] = [];
-    let kept = 0;
-    let truncated = false;
-    const reader = response.body?.getReader();
-    while (reader) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      const room = maxBytes - kept;
-      if (value.length > room) {
-        if (room > 0) chunks.push(value.subarray(0, room));
-        kept = maxBytes;
-        truncated = true;
-        await reader.cancel();
-        break;
-      }
-      chunks.push(value);
-      kept += value.length;
-    }
-    const all = new Uint8Array(kept);
-    let offset = 0;
-    for (const chunk of chunks) {
-      all.set(chunk, offset);
-      offset += chunk.length;
-    }
+    const { bytes, truncated } = await answer.read(maxBytes);
     return {
       url: url.href,
-      status: response.status,
-      headers: Object.fromEntries(response.headers),
-      body: new TextDecoder().decode(all),
+      status: answer.status,
+      headers: answer.headers,
+      body: new TextDecoder().decode(bytes),
       truncated,
       redirects,
     };
