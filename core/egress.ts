@@ -197,8 +197,12 @@ async function exchange(
         method,
         headers: outgoing,
         signal,
+        // Answered on a later tick, as a real lookup is: called back at once, a failed connect would be emitted
+        // before this request has its error listener, and crash the process.
         lookup: (_host, options, callback) =>
-          options?.all ? callback(null, pinned) : callback(null, pinned[0].address, pinned[0].family),
+          queueMicrotask(() =>
+            options?.all ? callback(null, pinned) : callback(null, pinned[0].address, pinned[0].family)
+          ),
       },
       (res) => {
         const answerHeaders: Record<string, string> = {};

@@ -6,7 +6,18 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { createServer, type Server } from "node:http";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+import {
+  bwrap,
+  connect,
+  fixtureToolsDir,
+  onDeno,
+  repoRoot,
+  runtimeName,
+  type Session,
+  shellQuote,
+  tempDir,
+  textOf,
+} from "./helpers.ts";
 
 const PORT = 47613;
 
@@ -187,5 +198,58 @@ describe(`external-side-effect capabilities (${runtimeName})`, () => {
     }
     assert.equal(hits.length, requests, "no request was made");
     assert.ok(!existsSync(path.join(src, "overreach.txt")));
+  });
+});
+
+describe(`ctx.fetch against DNS rebinding (${runtimeName})`, () => {
+  it("connects to the address its check resolved, never to what the name resolves to next", async () => {
+    // warden runs in a bubblewrap sandbox with a network of its own, whose DNS server (test/fixtures/rebind) answers
+    // rebind.test with a public address once (it passes the check, and nothing listens there) and with 127.0.0.1
+    // after that, where an HTTP server answers "rebound". A fetch that resolved the name again would get "rebound".
+    const work = tempDir();
+    try {
+      const ready = path.join(work.dir, "ready");
+      writeFileSync(path.join(work.dir, "resolv.conf"), "nameserver 127.0.0.1\noptions attempts:1 timeout:2\n");
+      writeFileSync(path.join(work.dir, "hosts"), "127.0.0.1 localhost\n");
+      const servers = [
+        process.execPath,
+        ...(onDeno ? ["run", "-A"] : []),
+        path.join(repoRoot, "test/fixtures/rebind/servers.mjs"),
+        ready,
+        String(PORT),
+      ];
+      // The servers keep none of the client's pipes open, and go when warden does.
+      const script = `${servers.map(shellQuote).join(" ")} </dev/null >/dev/null 2>&1 & ` +
+        `while [ ! -e ${shellQuote(ready)} ]; do sleep 0.05; done; "$@"; kill $!`;
+      const session = await connect({
+        env: { WARDEN_TOOLS_DIR: fixtureToolsDir },
+        wrap: (command, args) => ({
+          command: bwrap(),
+          args: [
+            ...["--unshare-user", "--uid", "0", "--gid", "0", "--unshare-net", "--die-with-parent"],
+            ...["--dev-bind", "/", "/", "--ro-bind", path.join(work.dir, "resolv.conf"), "/etc/resolv.conf"],
+            ...["--ro-bind", path.join(work.dir, "hosts"), "/etc/hosts"],
+            ...["--", "sh", "-c", script, "sh", command, ...args],
+          ],
+        }),
+      });
+      try {
+        const fetch = (url: string) => session.client.callTool({ name: "fixture_egress", arguments: { fetch: url } });
+        const first = await fetch(`http://rebind.test:${PORT}/`);
+        assert.equal(first.isError, true, textOf(first));
+        assert.ok(!textOf(first).includes("rebound"), "the request reached the rebound address");
+        assert.match(
+          textOf(first),
+          new RegExp(`^Fetch from http://rebind\\.test:${PORT} failed: `),
+        );
+        // The name now resolves to loopback: the check refuses it, which shows a second lookup would have.
+        const second = await fetch(`http://rebind.test:${PORT}/`);
+        assert.match(textOf(second), /rebind\.test resolves to the non-public address 127\.0\.0\.1/);
+      } finally {
+        await session.close();
+      }
+    } finally {
+      work.remove();
+    }
   });
 });

@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { spawn } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -237,4 +237,18 @@ export async function eventually(check: () => boolean, timeoutMs = 5000): Promis
 export function textOf(result: unknown): string {
   const content = (result as { content?: unknown }).content as { type: string; text?: string }[] | undefined;
   return content?.[0]?.text ?? "";
+}
+
+/** bubblewrap's path: the tests that mount filesystems or networks of their own need it (.ci/run installs it). */
+export function bwrap(): string {
+  const found = (process.env.PATH ?? "").split(path.delimiter).map((d) => path.join(d, "bwrap")).find((p) =>
+    existsSync(p)
+  );
+  if (!found) throw new Error("this test runs warden under bubblewrap: apt-get install bubblewrap");
+  return found;
+}
+
+/** One word for sh, quoted. */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
 }

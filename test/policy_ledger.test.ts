@@ -7,11 +7,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
+  bwrap,
   connect,
   eventually,
   fixtureToolsDir,
   runtimeName,
   runWarden,
+  shellQuote,
   tempDir,
   textOf,
   wardenCommand,
@@ -212,17 +214,6 @@ describe(`call ledger (${runtimeName})`, () => {
   });
 });
 
-/** bubblewrap's path; the disk-fault tests need it (.ci/run installs it). */
-function bwrap(): string {
-  const found = (process.env.PATH ?? "").split(path.delimiter).map((d) => path.join(d, "bwrap")).find((p) =>
-    existsSync(p)
-  );
-  assert.ok(found, "these tests mount a full and a read-only filesystem with bubblewrap: apt-get install bubblewrap");
-  return found;
-}
-
-const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
-
 describe(`call ledger on a failing disk (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
   before(() => {
@@ -248,7 +239,7 @@ describe(`call ledger on a failing disk (${runtimeName})`, () => {
     const report = path.join(work.dir, "full-report.json");
     // Inside the same sandbox, once the server has exited, verify what the tmpfs holds.
     const verify = wardenCommand(["ledger", "verify", "--json", "--ledger", ledger]);
-    const script = `"$@"; ${[verify.command, ...verify.args].map(quote).join(" ")} > ${quote(report)}`;
+    const script = `"$@"; ${[verify.command, ...verify.args].map(shellQuote).join(" ")} > ${shellQuote(report)}`;
     const session = await connect({
       env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger },
       wrap: (command, args) => ({
