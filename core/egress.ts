@@ -2,7 +2,8 @@
 // the roots they declare (atomically, never through a symlink) and fetch
 // from the origins they declare (checked again after every redirect and
 // against what the name resolves to: a name that leads to a loopback or
-// private address is refused unless that address itself was declared).
+// private address is refused unless that address itself was declared; the
+// connection goes to the addresses checked, never to a second lookup's).
 import { problem, received, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
 import { type RootFs, writableTarget } from "./roots.ts";
