@@ -4,6 +4,7 @@
 // against what the name resolves to: a name that leads to a loopback or
 // private address is refused unless that address itself was declared; the
 // connection goes to the addresses checked, never to a second lookup's).
+import { concatBytes } from "./bytes.ts";
 import { problem, received, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
 import { type RootFs, writableTarget } from "./roots.ts";
@@ -221,7 +222,7 @@ async function exchange(
               let settled = false;
               const settle = (truncated: boolean) => {
                 settled = true;
-                done({ bytes: concat(chunks, kept), truncated });
+                done({ bytes: concatBytes(chunks, kept), truncated });
               };
               res.on("data", (chunk: Uint8Array) => {
                 if (settled) return;
@@ -254,16 +255,6 @@ async function exchange(
     req.on("error", failed);
     req.end(body);
   });
-}
-
-function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
-  const all = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return all;
 }
 
 const MAX_REDIRECTS = 5;

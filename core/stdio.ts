@@ -2,6 +2,7 @@
 // answers a line that is not JSON with -32700 and a malformed message with
 // -32600 instead of dropping them, and it writes results that were
 // serialized once (the frozen catalog) without serializing them again.
+import { concatBytes } from "./bytes.ts";
 import { platform } from "./platform/mod.ts";
 
 /** A JSON-RPC 2.0 message as it travels; shape checked, contents not. */
@@ -98,7 +99,7 @@ export class StdioTransport {
     this.#pending = 0;
     this.#discarding = false;
     if (discarding) return;
-    let text = chunks.length === 1 ? this.#decoder.decode(chunks[0]) : this.#decoder.decode(concat(chunks));
+    let text = chunks.length === 1 ? this.#decoder.decode(chunks[0]) : this.#decoder.decode(concatBytes(chunks));
     if (text.endsWith("\r")) text = text.slice(0, -1);
     if (text.trim() === "") return;
     let message: unknown;
@@ -150,16 +151,4 @@ export class StdioTransport {
     this.onclose?.();
     return Promise.resolve();
   }
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const chunk of chunks) length += chunk.length;
-  const out = new Uint8Array(length);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return out;
 }

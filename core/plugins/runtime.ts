@@ -9,6 +9,7 @@
 // ignores its cancellation fails the child's calls with `plugin_failed`, kills
 // its process group, and the next call starts a fresh child.
 import path from "node:path";
+import { concatBytes } from "../bytes.ts";
 import { type ErrorCode, messageOf, problem, received, WardenError } from "../errors.ts";
 import { type ChildProcessHandle, platform, type ProcessExit } from "../platform/mod.ts";
 import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../roots.ts";
@@ -305,17 +306,6 @@ function tailText(bytes: Uint8Array): string {
     .join("\n");
 }
 
-function concat(parts: readonly Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
-
 type Timer = ReturnType<typeof setTimeout>;
 
 interface PendingCall {
@@ -590,7 +580,9 @@ class Session {
       this.#stdoutParts.push(chunk.slice(start, end));
       this.#stdoutSize += end - start;
       if (newline === -1) return;
-      const line = concat(this.#stdoutParts, this.#stdoutSize);
+      const line = this.#stdoutParts.length === 1
+        ? this.#stdoutParts[0]
+        : concatBytes(this.#stdoutParts, this.#stdoutSize);
       this.#stdoutParts = [];
       this.#stdoutSize = 0;
       start = newline + 1;
