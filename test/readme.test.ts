@@ -1,12 +1,14 @@
 // README is part of the interface: its tool table, settings table, commands
 // and example tool are checked against what the code does.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { SETTINGS } from "../core/config.ts";
 import { DENO_RUN_FLAGS } from "../core/platform/mod.ts";
-import { connect, fixtureToolsDir, repoRoot, runtimeName, runWarden } from "./helpers.ts";
+import process from "node:process";
+import { childEnv, connect, fixtureToolsDir, onDeno, repoRoot, runtimeName, runWarden } from "./helpers.ts";
 
 const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
 
@@ -53,11 +55,27 @@ describe(`README (${runtimeName})`, () => {
     }
     const flags = DENO_RUN_FLAGS.join(" ");
     assert.ok(
-      deno.tasks.start.startsWith(`deno run ${flags} core/main.ts`),
+      deno.tasks.start.startsWith(`node_modules/.bin/deno run ${flags} core/main.ts`),
       "deno task start grants exactly DENO_RUN_FLAGS",
     );
     assert.ok(readme.includes(`deno run ${flags} <warden>/core/main.ts`), "README's deno command grants the same");
     assert.ok(readme.includes("npm install") && readme.includes("npm start") && readme.includes("npm test"));
+  });
+
+  it("deno task start serves MCP and deno task warden runs the CLI", async () => {
+    // After npm install, node_modules/.bin/deno is the deno package's binary, and deno's task runner takes a bare
+    // "deno" from node_modules/.bin for a JavaScript file and fails to parse it: the tasks name that path.
+    const deno = onDeno ? process.execPath : path.join(repoRoot, "node_modules/.bin/deno");
+    const session = await connect({ wrap: () => ({ command: deno, args: ["task", "start"] }) });
+    try {
+      const { tools } = await session.client.listTools();
+      assert.ok(tools.some((t) => t.name === "host_context"), JSON.stringify(tools.map((t) => t.name)));
+    } finally {
+      await session.close();
+    }
+    const cli = spawnSync(deno, ["task", "warden", "tools"], { cwd: repoRoot, env: childEnv(), encoding: "utf8" });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^host_context +read /m);
   });
 
   it("its example tool is a real tool that runs", async () => {
