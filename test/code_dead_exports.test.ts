@@ -8,8 +8,8 @@ import {
   callError,
   connectRoot,
   type Fixture,
+  fixtureSuite,
   layeredTree,
-  openFixture,
   writeTree,
 } from "./fixtures/code/harness.ts";
 
@@ -37,22 +37,9 @@ interface Dead {
 /** Findings as `file#name` strings. */
 const names = (list: Finding[]) => list.map((f) => `${f.file}#${f.name}`);
 
-function deadSuite(archive: string, body: (get: () => Fixture) => void) {
-  describe(`code_dead_exports, ${archive} (${runtimeName})`, () => {
-    let fixture: Fixture;
-    before(async () => {
-      fixture = await openFixture(archive);
-    });
-    after(async () => {
-      await fixture.close();
-    });
-    body(() => fixture);
-  });
-}
-
 const dead = (f: Fixture, args: Record<string, unknown> = {}) => call<Dead>(f.session, "code_dead_exports", args);
 
-deadSuite("dead_exports", (get) => {
+fixtureSuite("code_dead_exports, dead_exports", "dead_exports", (get) => {
   it("keeps entry points, follows re-exports and namespace members, and says what it cannot decide", async () => {
     const r = await dead(get());
     assert.deepEqual(r.entryPoints, [
@@ -116,7 +103,7 @@ deadSuite("dead_exports", (get) => {
   });
 });
 
-deadSuite("star_exports", (get) => {
+fixtureSuite("code_dead_exports, star_exports", "star_exports", (get) => {
   it("treats src/index.ts as an entry: what it re-exports is public, a shadowed name and default are not", async () => {
     const r = await dead(get());
     assert.deepEqual(r.entryPoints.map((e) => e.file), ["src/index.ts"]);
@@ -142,7 +129,7 @@ deadSuite("star_exports", (get) => {
   });
 });
 
-deadSuite("namespace_imports", (get) => {
+fixtureSuite("code_dead_exports, namespace_imports", "namespace_imports", (get) => {
   it("counts members read from a namespace, and leaves an escaping namespace undetermined", async () => {
     const r = await dead(get());
     assert.deepEqual(names(r.dead), [
@@ -159,7 +146,7 @@ deadSuite("namespace_imports", (get) => {
   });
 });
 
-deadSuite("dynamic_imports", (get) => {
+fixtureSuite("code_dead_exports, dynamic_imports", "dynamic_imports", (get) => {
   it("reads members of an awaited import() and destructured names, and suspects what a computed import() may load", async () => {
     const r = await dead(get());
     assert.deepEqual(names(r.dead), ["src/lazy.ts#unused", "src/other/solo.ts#solo", "src/picker.ts#other"]);
@@ -169,7 +156,7 @@ deadSuite("dynamic_imports", (get) => {
   });
 });
 
-deadSuite("require_js", (get) => {
+fixtureSuite("code_dead_exports, require_js", "require_js", (get) => {
   it("reads CommonJS exports and require() destructuring; package.json main is an entry", async () => {
     const r = await dead(get());
     assert.deepEqual(r.entryPoints, [{ file: "lib/index.js", from: "package.json main" }]);
@@ -180,14 +167,14 @@ deadSuite("require_js", (get) => {
   });
 });
 
-deadSuite("type_imports", (get) => {
+fixtureSuite("code_dead_exports, type_imports", "type_imports", (get) => {
   it("counts import type and inline type specifiers as uses", async () => {
     const r = await dead(get());
     assert.deepEqual(names(r.dead), ["src/app.ts#app", "src/view.ts#view"]);
   });
 });
 
-deadSuite("jsx_tsx", (get) => {
+fixtureSuite("code_dead_exports, jsx_tsx", "jsx_tsx", (get) => {
   it("counts JSX namespace members as uses", async () => {
     const r = await dead(get());
     assert.deepEqual(names(r.dead), [
@@ -199,7 +186,7 @@ deadSuite("jsx_tsx", (get) => {
   });
 });
 
-deadSuite("package_exports", (get) => {
+fixtureSuite("code_dead_exports, package_exports", "package_exports", (get) => {
   it("takes exports subpaths as entries and suspects what an unresolved self-import may name", async () => {
     const r = await dead(get());
     assert.deepEqual(r.entryPoints.map((e) => [e.file, e.from]), [

@@ -2,9 +2,9 @@
 // resolution (test/fixtures/code/*.txtar), driven over MCP; every expected
 // answer is written by hand from the fixture.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { it } from "node:test";
 import { runtimeName } from "./helpers.ts";
-import { call, callError, type Fixture, openFixture } from "./fixtures/code/harness.ts";
+import { call, callError, type Fixture, fixtureSuite } from "./fixtures/code/harness.ts";
 
 interface Target {
   kind: string;
@@ -86,24 +86,11 @@ function importRows(about: About): [number, string, string][] {
   return about.imports.map((i) => [i.line, i.specifier, show(i.target)]);
 }
 
-function fixtureSuite(archive: string, title: string, body: (get: () => Fixture) => void) {
-  describe(`code intelligence, ${title} (${runtimeName})`, () => {
-    let fixture: Fixture;
-    before(async () => {
-      fixture = await openFixture(archive);
-    });
-    after(async () => {
-      await fixture.close();
-    });
-    body(() => fixture);
-  });
-}
-
 const about = (f: Fixture, module: string) => call<About>(f.session, "code_about", { module });
 const radius = (f: Fixture, module: string, extra: Record<string, unknown> = {}) =>
   call<Radius>(f.session, "code_blast_radius", { module, ...extra });
 
-fixtureSuite("paths_baseurl", "tsconfig paths and baseUrl", (get) => {
+fixtureSuite("code intelligence, tsconfig paths and baseUrl", "paths_baseurl", (get) => {
   it("resolves wildcard, exact and ~/ paths, baseUrl imports, and says why the rest does not resolve", async () => {
     const a = await about(get(), "src/app/main.ts");
     assert.equal(a.project, "tsconfig.json");
@@ -136,7 +123,7 @@ fixtureSuite("paths_baseurl", "tsconfig paths and baseUrl", (get) => {
   });
 });
 
-fixtureSuite("extends", "tsconfig extends", (get) => {
+fixtureSuite("code intelligence, tsconfig extends", "extends", (get) => {
   it("follows a relative extends, an array and a package under node_modules (${configDir} paths, inherited baseUrl)", async () => {
     const a = await about(get(), "app/src/main.ts");
     assert.equal(a.project, "app/tsconfig.json");
@@ -154,7 +141,7 @@ fixtureSuite("extends", "tsconfig extends", (get) => {
   });
 });
 
-fixtureSuite("references", "solution-style references", (get) => {
+fixtureSuite("code intelligence, solution-style references", "references", (get) => {
   it("walks references (a config named by a reference only) and resolves each file with its own project's paths", async () => {
     const web = await about(get(), "packages/web/src/app.ts");
     assert.equal(web.project, "packages/web/build-config.json");
@@ -180,7 +167,7 @@ fixtureSuite("references", "solution-style references", (get) => {
   });
 });
 
-fixtureSuite("js_specifiers", ".js specifiers naming .ts files", (get) => {
+fixtureSuite("code intelligence, .js specifiers naming .ts files", "js_specifiers", (get) => {
   it("maps .js, .mjs, .cjs and .jsx to .ts, .mts, .cts and .tsx; keeps real .js; pairs a .d.ts with its .js", async () => {
     const a = await about(get(), "src/main.ts");
     assert.deepEqual(importRows(a), [
@@ -199,7 +186,7 @@ fixtureSuite("js_specifiers", ".js specifiers naming .ts files", (get) => {
   });
 });
 
-fixtureSuite("index_files", "index files", (get) => {
+fixtureSuite("code intelligence, index files", "index_files", (get) => {
   it("lands directory imports on index files, a file winning over a directory", async () => {
     const a = await about(get(), "src/main.ts");
     assert.deepEqual(importRows(a), [
@@ -217,7 +204,7 @@ fixtureSuite("index_files", "index files", (get) => {
   });
 });
 
-fixtureSuite("package_exports", "package.json exports, imports and self-imports", (get) => {
+fixtureSuite("code intelligence, package.json exports, imports and self-imports", "package_exports", (get) => {
   it("resolves #imports (a .js target naming .ts, conditions) and self-imports through exports", async () => {
     const a = await about(get(), "src/index.ts");
     assert.deepEqual(importRows(a), [
@@ -247,7 +234,7 @@ fixtureSuite("package_exports", "package.json exports, imports and self-imports"
   });
 });
 
-fixtureSuite("star_exports", "export * and export * as ns", (get) => {
+fixtureSuite("code intelligence, export * and export * as ns", "star_exports", (get) => {
   it("expands export * through modules of the root, lists export * as ns and renamed re-exports with their source", async () => {
     const a = await about(get(), "src/index.ts");
     assert.deepEqual(
@@ -278,7 +265,7 @@ fixtureSuite("star_exports", "export * and export * as ns", (get) => {
   });
 });
 
-fixtureSuite("namespace_imports", "namespace imports", (get) => {
+fixtureSuite("code intelligence, namespace imports", "namespace_imports", (get) => {
   it("lists a namespace import and the symbols a module declares", async () => {
     const a = await about(get(), "src/calc.ts");
     assert.deepEqual(a.imports.map((i) => [i.specifier, i.names, show(i.target)]), [
@@ -296,7 +283,7 @@ fixtureSuite("namespace_imports", "namespace imports", (get) => {
   });
 });
 
-fixtureSuite("type_imports", "import type and inline type specifiers", (get) => {
+fixtureSuite("code intelligence, import type and inline type specifiers", "type_imports", (get) => {
   it("marks type-only imports and bindings", async () => {
     const a = await about(get(), "src/model.ts");
     assert.deepEqual(a.imports.map((i) => [i.line, i.typeOnly, i.names]), [
@@ -325,7 +312,7 @@ fixtureSuite("type_imports", "import type and inline type specifiers", (get) => 
   });
 });
 
-fixtureSuite("dynamic_imports", "dynamic import()", (get) => {
+fixtureSuite("code intelligence, dynamic import()", "dynamic_imports", (get) => {
   it("follows literal dynamic imports, bound, destructured or bare", async () => {
     const a = await about(get(), "src/main.ts");
     assert.deepEqual(a.imports.map((i) => [i.line, i.kind, i.specifier, i.names, show(i.target)]), [
@@ -350,7 +337,7 @@ fixtureSuite("dynamic_imports", "dynamic import()", (get) => {
   });
 });
 
-fixtureSuite("require_js", "require in JavaScript", (get) => {
+fixtureSuite("code intelligence, require in JavaScript", "require_js", (get) => {
   it("follows require() to modules, built-ins and JSON, and reads CommonJS exports", async () => {
     const a = await about(get(), "lib/index.js");
     assert.equal(a.language, "javascript");
@@ -378,7 +365,7 @@ fixtureSuite("require_js", "require in JavaScript", (get) => {
   });
 });
 
-fixtureSuite("jsx_tsx", "JSX and TSX", (get) => {
+fixtureSuite("code intelligence, JSX and TSX", "jsx_tsx", (get) => {
   it("parses TSX with JSX text and namespace components, and .jsx files", async () => {
     const a = await about(get(), "src/App.tsx");
     assert.equal(a.language, "tsx");
@@ -392,7 +379,7 @@ fixtureSuite("jsx_tsx", "JSX and TSX", (get) => {
   });
 });
 
-fixtureSuite("broken", "what the graph cannot see", (get) => {
+fixtureSuite("code intelligence, what the graph cannot see", "broken", (get) => {
   it("reports a parse error, and the unknowns that could add importers", async () => {
     const broken = await about(get(), "src/broken.ts");
     assert.deepEqual(broken.parseError, { line: 2, message: "Variable declaration expected." });
@@ -423,7 +410,7 @@ fixtureSuite("broken", "what the graph cannot see", (get) => {
   });
 });
 
-fixtureSuite("workspaces", "pnpm workspaces", (get) => {
+fixtureSuite("code intelligence, pnpm workspaces", "workspaces", (get) => {
   it("resolves workspace packages through exports into dist/, mapped back to src/", async () => {
     const a = await about(get(), "packages/app/src/main.ts");
     assert.deepEqual(importRows(a), [
@@ -436,7 +423,7 @@ fixtureSuite("workspaces", "pnpm workspaces", (get) => {
   });
 });
 
-fixtureSuite("workspaces", "arguments", (get) => {
+fixtureSuite("code intelligence, arguments", "workspaces", (get) => {
   it("refuses a module that is not in the root, by argument name", async () => {
     assert.equal(
       await callError(get().session, "code_about", { module: "packages/app/src/nope.ts" }),
