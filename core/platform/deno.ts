@@ -61,13 +61,11 @@ interface DenoNamespace {
   stderr: { writeSync(bytes: Uint8Array): number };
   addSignalListener(signal: string, handler: () => void): void;
   removeSignalListener(signal: string, handler: () => void): void;
-  realPath(path: string): Promise<string>;
   realPathSync(path: string): string;
   stat(path: string): Promise<DenoFileInfo>;
   lstat(path: string): Promise<DenoFileInfo>;
   lstatSync(path: string): DenoFileInfo;
   readDir(path: string): AsyncIterable<{ name: string; isFile: boolean; isDirectory: boolean; isSymlink: boolean }>;
-  open(path: string, options: { read: true }): Promise<DenoFile>;
   readTextFile(path: string): Promise<string>;
   writeFile(path: string, data: Uint8Array, options: { createNew: boolean }): Promise<void>;
   mkdir(path: string, options: { recursive: boolean }): Promise<void>;

@@ -65,21 +65,21 @@ async function perCall(work: () => unknown, n: number, afterResult = () => {}): 
   return median(blocks);
 }
 
-const bareCall = () => runTool(echo, { text: "hi" }, options);
+const bareEcho = () => runTool(echo, { text: "hi" }, options);
 const governedOptions = { ...options, policy, ledger };
-const governedCall_ = () => governedCall(echo, { text: "hi" }, governedOptions);
+const governedEcho = () => governedCall(echo, { text: "hi" }, governedOptions);
 const settle = () => ledger.settle();
 // Warm both paths, then alternate rounds.
-await perCall(bareCall, 2000);
-await perCall(governedCall_, 2000, settle);
+await perCall(bareEcho, 2000);
+await perCall(governedEcho, 2000, settle);
 const bare: number[] = [];
 const governed: number[] = [];
 const settled: number[] = [];
 for (let round = 0; round < 5; round++) {
-  bare.push(await perCall(bareCall, calls));
-  governed.push(await perCall(governedCall_, calls, settle));
+  bare.push(await perCall(bareEcho, calls));
+  governed.push(await perCall(governedEcho, calls, settle));
   // The same, with the row's hash counted too: all the ledger costs the process.
-  settled.push(await perCall(() => governedCall_().then(settle), calls));
+  settled.push(await perCall(() => governedEcho().then(settle), calls));
 }
 
 const spawner = new Spawner();

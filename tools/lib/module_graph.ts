@@ -71,7 +71,10 @@ export interface ModuleGraph {
 
 /** Largest module the graph reads. */
 const MAX_MODULE_BYTES = 4 * 1024 * 1024;
-/** Reads and stats in flight at once. */
+/**
+ * Files taken at once by the loops below. Reads finish synchronously on both
+ * platforms, so when parsing this bounds how many texts wait for the parser.
+ */
 const CONCURRENCY = 48;
 /** Items between two yields to the event loop in a long loop. */
 const YIELD_EVERY = 64;
