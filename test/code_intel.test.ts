@@ -3,7 +3,6 @@
 // answer is written by hand from the fixture.
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { runtimeName } from "./helpers.ts";
 import { call, callError, type Fixture, fixtureSuite } from "./fixtures/code/harness.ts";
 
 interface Target {
