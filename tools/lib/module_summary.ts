@@ -4,6 +4,7 @@
 // The syntax tree is dropped after this: the module graph keeps summaries only.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
+import { isKeywordName, outlineOf, tokenUsage, type Usage } from "./outline.ts";
 
 /** How a module names another. */
 export type ImportKind =
@@ -125,23 +126,66 @@ function scriptKindOf(ts: TsApi, file: string): TS.ScriptKind {
   return ts.ScriptKind.TS;
 }
 
-interface Usage {
-  members: Set<string>;
-  escapes: boolean;
+/**
+ * Reads one module's summary from its text; never throws on bad syntax. `outline: false` parses the whole text
+ * whatever it is: the summary is the same (tests hold them equal), only slower.
+ */
+export function summarizeModule(
+  ts: TsApi,
+  file: string,
+  text: string,
+  { outline: useOutline = true }: { readonly outline?: boolean } = {},
+): ModuleSummary {
+  const kind = scriptKindOf(ts, file);
+  // Most modules need only their outline parsed (see outlineOf); a module whose text has a dynamic import, a
+  // require or a CommonJS export needs the whole tree, and so does one whose outline the parser rejects.
+  const outline = useOutline && kind === ts.ScriptKind.TS && !NEEDS_WHOLE_TREE.test(text)
+    ? outlineOf(ts, text)
+    : undefined;
+  if (outline !== undefined) {
+    const sf = parse(ts, file, outline.text, kind);
+    if (diagnosticsOf(sf).length === 0) {
+      return summarizeTree(ts, text, kind, sf, outline.at, () => parse(ts, file, text, kind));
+    }
+  }
+  const sf = parse(ts, file, text, kind);
+  return summarizeTree(ts, text, kind, sf, (position) => position, () => sf);
 }
 
-/** Reads one module's summary from its text; never throws on bad syntax. */
-export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSummary {
-  const SK = ts.SyntaxKind;
+/** What makes a module's outline not enough: calls of import() and require(), and CommonJS exports. */
+const NEEDS_WHOLE_TREE = /\b(?:import|require)\s*\(|\bmodule\s*\.\s*exports\b/;
+
+function parse(ts: TsApi, file: string, text: string, kind: TS.ScriptKind): TS.SourceFile {
   // JSDoc is not parsed: it holds no imports the graph follows, and skipping it halves the parse.
-  const sf = ts.createSourceFile(
+  return ts.createSourceFile(
     file,
     text,
     { languageVersion: ts.ScriptTarget.Latest, jsDocParsingMode: ts.JSDocParsingMode.ParseNone },
     false,
-    scriptKindOf(ts, file),
+    kind,
   );
-  const lineOf = (node: TS.Node) => sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+}
+
+function diagnosticsOf(sf: TS.SourceFile): readonly TS.DiagnosticWithLocation[] {
+  return (sf as unknown as { parseDiagnostics?: TS.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
+}
+
+/**
+ * The summary of a module read from `sf`, a tree of its text or of its outline; `at` takes positions in the tree to
+ * positions in `text`; `wholeTree` parses the whole text when the outline is not enough.
+ */
+function summarizeTree(
+  ts: TsApi,
+  text: string,
+  kind: TS.ScriptKind,
+  sf: TS.SourceFile,
+  at: (position: number) => number,
+  wholeTree: () => TS.SourceFile,
+): ModuleSummary {
+  const SK = ts.SyntaxKind;
+  let starts: number[] | undefined;
+  const lineAt = (position: number): number => lineOfPosition(starts ??= lineStarts(text), at(position));
+  const lineOf = (node: TS.Node) => lineAt(node.getStart(sf));
   const imports: {
     specifier: string;
     line: number;
@@ -159,7 +203,9 @@ export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSu
   const literalText = (node: TS.Node | undefined): string | undefined =>
     node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
   const nameText = (node: TS.Node): string =>
-    ts.isIdentifier(node) || ts.isStringLiteral(node) || ts.isPrivateIdentifier(node) ? node.text : node.getText(sf);
+    ts.isIdentifier(node) || ts.isStringLiteral(node) || ts.isPrivateIdentifier(node)
+      ? node.text
+      : text.slice(at(node.getStart(sf)), at(node.end));
 
   const declare = (name: string, kind: SymbolKind, line: number, exported: boolean, typeOnly: boolean) => {
     // Overloads and merged declarations: one symbol per name and kind.
@@ -434,15 +480,25 @@ export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSu
     ts.forEachChild(node, visit);
     stack.pop();
   };
-  if (/\b(?:import|require)\s*\(/.test(text)) visit(sf);
+  // (An outline is only used for texts without these.)
+  if (/\b(?:import|require)\s*\(/.test(text)) visit(wholeTree());
   const importRanges: [number, number][] = sf.statements
     .filter((st) => ts.isImportDeclaration(st) || ts.isImportEqualsDeclaration(st))
-    .map((st): [number, number] => [st.pos, st.end])
+    .map((st): [number, number] => [at(st.pos), at(st.end)])
     .concat(specifierRanges);
+  // One pass over the text finds every name this module imports or exports, wherever it occurs.
+  const names = new Set<string>();
+  for (const record of imports) {
+    if (record.kind !== "re-export") {
+      for (const binding of record.bindings) if (binding.local) names.add(binding.local);
+    }
+  }
+  for (const record of exports) if (record.from === undefined) names.add(record.local ?? record.name);
+  const words = wordPositions(text, names);
   const usage = new Map<string, Usage | undefined>();
   const usageOf = (local: string): Usage | undefined => {
     if (usage.has(local)) return usage.get(local);
-    const found = scanUsage(text, local, importRanges, declared);
+    const found = scanUsage(text, local, words.get(local) ?? [], importRanges, declared);
     usage.set(local, found);
     return found;
   };
@@ -455,7 +511,15 @@ export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSu
       if (binding.imported === "*" && binding.local && usageOf(binding.local)?.escapes) suspects.add(binding.local);
     }
   }
-  if (suspects.size > 0) { for (const [name, found] of treeUsage(ts, sf, suspects)) usage.set(name, found); }
+  if (suspects.size > 0) {
+    // From the tokens where the scanner can follow the text (TypeScript without JSX, names that are not keywords), else
+    // from the whole tree; the same either way for an outline and a whole tree, so that both summarize a module alike.
+    const skip = (position: number) =>
+      declared.includes(position) || importRanges.some(([start, end]) => position >= start && position < end);
+    const tokensWill = kind === ts.ScriptKind.TS && [...suspects].every((name) => !isKeywordName(ts, name));
+    const found = tokensWill ? tokenUsage(ts, text, suspects, skip) : undefined;
+    for (const [name, use] of found ?? treeUsage(ts, wholeTree(), suspects)) usage.set(name, use);
+  }
 
   const finished: ImportRecord[] = imports.map((record) => ({
     ...record,
@@ -478,9 +542,9 @@ export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSu
     if (declared === "default" || declared === "export=") return record;
     // `export const a` names it once; `const a …; export { a }` twice.
     const threshold = record.local !== undefined && record.kind === "value" ? 2 : 1;
-    return mentions(text, declared, threshold + 1) > threshold ? { ...record, usedInFile: true } : record;
+    return (words.get(declared)?.length ?? 0) > threshold ? { ...record, usedInFile: true } : record;
   });
-  const diagnostics = (sf as unknown as { parseDiagnostics?: TS.DiagnosticWithLocation[] }).parseDiagnostics ?? [];
+  const diagnostics = diagnosticsOf(sf);
   const summary: ModuleSummary = {
     imports: finished,
     exports: withUse,
@@ -493,7 +557,7 @@ export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSu
     return {
       ...summary,
       parseError: {
-        line: sf.getLineAndCharacterOfPosition(first.start).line + 1,
+        line: lineAt(first.start),
         message: ts.flattenDiagnosticMessageText(first.messageText, " "),
       },
       words: [...new Set(text.match(/[A-Za-z_$][\w$]*/g) ?? [])].sort(),
@@ -502,35 +566,101 @@ export function summarizeModule(ts: TsApi, file: string, text: string): ModuleSu
   return summary;
 }
 
+/** Where each line of `text` starts, with TypeScript's line breaks: LF, CR, CRLF, U+2028 and U+2029. */
+function lineStarts(text: string): number[] {
+  const starts = [0];
+  if (!/[\r\u2028\u2029]/.test(text)) {
+    for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) starts.push(at + 1);
+    return starts;
+  }
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at);
+    if (code === 13 && text.charCodeAt(at + 1) === 10) at++;
+    if (code === 10 || code === 13 || code === 0x2028 || code === 0x2029) starts.push(at + 1);
+  }
+  return starts;
+}
+
+/** The 1-based line of `position`, given the line starts. */
+function lineOfPosition(starts: readonly number[], position: number): number {
+  let low = 0;
+  let high = starts.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if (starts[middle] <= position) low = middle;
+    else high = middle - 1;
+  }
+  return low + 1;
+}
+
 /**
- * How a local name is used in the text: the members read from it (`ns.a`,
- * `ns?.a`, `ns["a"]`, `ns.A` in a type), and whether it is used any other way
- * (passed, spread, indexed by a value, exported). A text search rather than a
- * tree walk: a mention in a comment or a string counts as a use, which can
- * only make an export look used, never dead. Occurrences inside `ranges`
- * (import declarations) and at `declared` offsets are not uses.
+ * How a local name is used in the text, given where it occurs as a word: the members read from it (`ns.a`, `ns?.a`,
+ * `ns["a"]`, `ns.A` in a type), and whether it is used any other way (passed, spread, indexed by a value, exported).
+ * A text search rather than a tree walk: a mention in a comment or a string counts as a use, which can only make an
+ * export look used, never dead. Occurrences after a `.` (another object's member), inside `ranges` (import
+ * declarations) and at `declared` offsets are not uses; the member read is part of an occurrence (`ns["ns"]` is one).
  */
 function scanUsage(
   text: string,
   local: string,
+  positions: readonly number[],
   ranges: readonly [number, number][],
   declared: readonly number[],
 ): Usage | undefined {
-  const name = local.replace(/[$]/g, "\\$&");
-  const re = new RegExp(
-    `(?<![\\w$.])${name}(?![\\w$])(?:\\s*\\??\\.\\s*([\\w$]+)|\\s*\\[\\s*(["'\`])([^"'\`]*)\\2\\s*\\])?`,
-    "g",
-  );
   let found: Usage | undefined;
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    const at = m.index;
+  let consumed = 0;
+  for (const at of positions) {
+    if (at < consumed || text.charCodeAt(at - 1) === 46 /* . */) continue;
+    MEMBER_READ.lastIndex = at + local.length;
+    const member = MEMBER_READ.exec(text);
+    consumed = member ? MEMBER_READ.lastIndex : at + local.length;
     if (declared.includes(at) || ranges.some(([start, end]) => at >= start && at < end)) continue;
     found ??= { members: new Set(), escapes: false };
-    const member = m[1] ?? m[3];
-    if (member !== undefined) found.members.add(member);
+    const name = member?.[1] ?? member?.[3];
+    if (name !== undefined) found.members.add(name);
     else found.escapes = true;
   }
   return found;
+}
+
+/** A member read right after a name: `.a`, `?.a`, `["a"]`. */
+const MEMBER_READ = /\s*\??\.\s*([\w$]+)|\s*\[\s*(["'`])([^"'`]*)\2\s*\]/y;
+
+/**
+ * Where each of `names` occurs in `text` as a whole word: a run of ASCII letters, digits, `_`, `$` and non-ASCII
+ * characters (which may be letters of an identifier) equal to the name. One pass, whatever the number of names.
+ */
+function wordPositions(text: string, names: ReadonlySet<string>): Map<string, number[]> {
+  const found = new Map<string, number[]>();
+  if (names.size === 0) return found;
+  let shortest = Infinity;
+  let longest = 0;
+  for (const name of names) {
+    shortest = Math.min(shortest, name.length);
+    longest = Math.max(longest, name.length);
+  }
+  const length = text.length;
+  for (let at = 0; at < length;) {
+    if (!isWordCode(text.charCodeAt(at))) {
+      at++;
+      continue;
+    }
+    const start = at++;
+    while (at < length && isWordCode(text.charCodeAt(at))) at++;
+    const size = at - start;
+    if (size < shortest || size > longest) continue;
+    const word = text.slice(start, at);
+    if (!names.has(word)) continue;
+    const list = found.get(word);
+    if (list) list.push(start);
+    else found.set(word, [start]);
+  }
+  return found;
+}
+
+function isWordCode(code: number): boolean {
+  return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 ||
+    code === 36 || code > 127;
 }
 
 /** How `names` are used, read from the tree: members read, or an escape; undefined when not used at all. */
@@ -589,18 +719,6 @@ function isReference(
   if (ts.isImportSpecifier(parent) || ts.isImportClause(parent) || ts.isNamespaceImport(parent)) return false;
   if (ts.isTypeParameterDeclaration(parent) || ts.isJsxAttribute(parent)) return false;
   return (parent as TS.Node & { name?: TS.Node }).name !== node;
-}
-
-/** How many times `name` occurs in `text` as a whole word, counting up to `limit`. */
-function mentions(text: string, name: string, limit: number): number {
-  let count = 0;
-  const isWord = (code: number) =>
-    (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 ||
-    code === 36 || code > 127;
-  for (let at = text.indexOf(name); at !== -1 && count < limit; at = text.indexOf(name, at + name.length)) {
-    if (!isWord(text.charCodeAt(at - 1)) && !isWord(text.charCodeAt(at + name.length))) count++;
-  }
-  return count;
 }
 
 /** Records `module.exports = { a }`, `module.exports.a = …` and `exports.a = …`; true when any was found. */

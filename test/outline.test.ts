@@ -1,0 +1,174 @@
+// The outline a module summary parses instead of a module's whole text, and
+// the uses of a name read from its tokens (tools/lib/outline.ts): on modules
+// written to trip a token scanner (regular expressions against division,
+// template literals, destructured exports, parenthesized types, element
+// access), the outline is used and the summary read from it is the one read
+// from the whole tree, with the exports written down by hand; the same holds
+// for every TypeScript module of the code fixtures.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { describe, it } from "node:test";
+import type { TsApi } from "../core/typescript.ts";
+import { summarizeModule } from "../tools/lib/module_summary.ts";
+import { outlineOf, tokenUsage } from "../tools/lib/outline.ts";
+import { readArchive } from "./fixtures/code/harness.ts";
+import { repoRoot, runtimeName } from "./helpers.ts";
+import { readdirSync } from "node:fs";
+
+const ts = createRequire(path.join(repoRoot, "package.json"))("@ts-morph/common/dist/typescript.js") as TsApi;
+
+/** Modules and the names they export, in order. */
+const TRICKY: Record<string, { text: string; exports: string[] }> = {
+  "regular expressions and division": {
+    text: [
+      "export const a = x / y / z;",
+      "export const r = /[{(]/.test(s) ? 1 : 2;",
+      "const n = total! / count, m = !/}/.test(s);",
+      "export function f() { return /}/g; }",
+      "export const b = (p) / 2 /* } */;",
+    ].join("\n"),
+    exports: ["a", "r", "f", "b"],
+  },
+  "template literals": {
+    text: [
+      'export const t = `a ${{ x: "}" }.x} b ${`nested ${1 + (2)}`} c`;',
+      "export const raw = String.raw`\\S+ ${x} \\d`;",
+      "export function g() { return `}${'{'}`; }",
+    ].join("\n"),
+    exports: ["t", "raw", "g"],
+  },
+  "destructured and listed declarations": {
+    text: [
+      "export const { a1, b1: { c1 }, ...rest1 } = obj;",
+      "export const [d1, [e1, f1]] = arr, g1 = 1;",
+      "export let h1 = <T, U>(x: T, y: U): [T, U] => [x, y], i1 = 2;",
+      "export const j1: Map<string, { k: number }> = new Map(), k1 = 3",
+      "export const l1 = 4",
+    ].join("\n"),
+    exports: ["a1", "c1", "rest1", "d1", "e1", "f1", "g1", "h1", "i1", "j1", "k1", "l1"],
+  },
+  "types, parentheses and element access": {
+    text: [
+      "export type C<T> = T extends string ? (A | B)[] : (C & D);",
+      "export const m = (w >>> (s)) | 0;",
+      "export function isNullish<A>(input: A): input is A & (null | undefined) { return input == null; }",
+      "export declare function over(a: string): (string | number)[];",
+      "if (flag) { console.log(1); }",
+      "for (const x of xs) {}",
+      "export const e = obj![key] ?? obj?.[key] ?? list[0];",
+      "export const q = c ? (a) : (b);",
+    ].join("\n"),
+    exports: ["C", "m", "isNullish", "over", "e", "q"],
+  },
+  "classes, namespaces, enums": {
+    text: [
+      'export class K<T extends { a: 1 }> extends Base implements I { static s = 1; m() { return "}"; } }',
+      "export namespace N { export const inner = 1; }",
+      'export enum E { A = "}", B }',
+      "export abstract class L {}",
+      "export interface J { (x: number): string; [k: string]: unknown }",
+      "export default class {}",
+    ].join("\n"),
+    exports: ["K", "N", "E", "L", "J", "default"],
+  },
+  "a test file": {
+    text: [
+      'import * as z from "./z";',
+      'import { describe, it } from "node:test";',
+      'describe("x", () => { it("y", () => { expect(z.string().parse("}")).toBe(/re/); }); });',
+      "export const helper = 1;",
+    ].join("\n"),
+    exports: ["helper"],
+  },
+};
+
+describe(`outline of a module (${runtimeName})`, () => {
+  for (const [title, { text, exports }] of Object.entries(TRICKY)) {
+    it(`is used and summarizes as the whole tree does: ${title}`, () => {
+      const outline = outlineOf(ts, text);
+      assert.ok(outline, "the scan gave up");
+      assert.ok(outline.text.length < text.length);
+      const fromOutline = summarizeModule(ts, "src/m.ts", text);
+      const fromTree = summarizeModule(ts, "src/m.ts", text, { outline: false });
+      assert.deepEqual(fromOutline, fromTree);
+      assert.deepEqual(fromOutline.exports.map((e) => e.name), exports);
+      assert.equal(fromOutline.parseError, undefined);
+    });
+  }
+
+  it("maps positions in the outline back to the text", () => {
+    const text = "/** header */\nexport function f(a: number) {\n  return a;\n}\n\n// note\nexport const b = 1;\n";
+    const outline = outlineOf(ts, text)!;
+    assert.equal(outline.text, "\nexport function f( ) {\n}\nexport const b = 1;");
+    for (const word of ["export function", "{", "}", "export const b"]) {
+      assert.equal(outline.at(outline.text.indexOf(word)), text.indexOf(word), word);
+    }
+    const summary = summarizeModule(ts, "src/m.ts", text);
+    assert.deepEqual(summary.exports.map((e) => [e.name, e.line]), [["f", 2], ["b", 7]]);
+  });
+
+  it("gives up where brackets do not balance, and the whole tree is parsed", () => {
+    assert.equal(outlineOf(ts, "export function f() { if (x) {\n"), undefined);
+    assert.equal(outlineOf(ts, "export const a = (1;\n"), undefined);
+    const summary = summarizeModule(ts, "src/m.ts", "export function f() {\nexport const b = 1;\n");
+    assert.ok(summary.parseError, "the whole tree reports the error");
+  });
+
+  it("summarizes every TypeScript module of the code fixtures as the whole tree does", () => {
+    let outlined = 0;
+    const archives = readdirSync(path.join(repoRoot, "test/fixtures/code")).filter((f) => f.endsWith(".txtar"));
+    for (const archive of archives) {
+      for (const [file, text] of readArchive(archive.replace(/\.txtar$/, "")).files) {
+        if (!/\.(?:ts|mts|cts)$/.test(file)) continue;
+        if (outlineOf(ts, text) !== undefined) outlined++;
+        assert.deepEqual(
+          summarizeModule(ts, file, text),
+          summarizeModule(ts, file, text, { outline: false }),
+          `${archive}: ${file}`,
+        );
+      }
+    }
+    assert.ok(outlined > 50, `only ${outlined} fixture modules outlined`);
+  });
+});
+
+describe(`uses of a name, read from tokens (${runtimeName})`, () => {
+  const importLine = 'import * as ns from "./ns";\n';
+  const usage = (body: string) =>
+    tokenUsage(ts, importLine + body, new Set(["ns"]), (position) => position < importLine.length)?.get("ns");
+
+  it("reads members, and takes comments, strings, keys, members and declarations for no use", () => {
+    const found = usage([
+      '// ns( in a comment and "ns" in a string are not uses',
+      'const s = "ns" + `ns`;',
+      'ns.a(); ns?.b; ns["c"]; type T = ns.D; const t = x as ns.E;',
+      "const o = { ns: 1, m(ns2: number) { return ns2; } };",
+      "class K { static ns = 1; ns(): void {} readonly ns3 = x.ns; private ns4?: string }",
+      "interface I { ns?: string; ns(a: number): void }",
+      'export { a as ns } from "./other";',
+      "function f(...ns: number[]) {}",
+    ].join("\n"));
+    assert.deepEqual(found, { members: new Set(["a", "b", "c", "D", "E"]), escapes: false });
+  });
+
+  for (
+    const [title, body] of [
+      ["passed on", "foo(ns);"],
+      ["exported", "export { ns };"],
+      ["in a shorthand property", "const o = { ns };"],
+      ["indexed by a value", "ns[key];"],
+      ["in a template", "`${ns}`;"],
+      ["after a regular expression", "const r = /ns/; bar(ns);"],
+    ]
+  ) {
+    it(`takes a name ${title} for an escape`, () => {
+      assert.equal(usage(body)?.escapes, true, body);
+    });
+  }
+
+  it("says nothing of a name not used, and gives up on a text it cannot follow", () => {
+    assert.equal(usage("const x = 1;"), undefined);
+    assert.equal(tokenUsage(ts, importLine + "ns.a(;\n", new Set(["ns"]), () => false), undefined);
+  });
+});

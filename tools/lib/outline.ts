@@ -1,0 +1,436 @@
+// Reading a module from its tokens where a syntax tree would cost more than
+// it tells: the outline of its top-level statements, which is all a module
+// summary parses, and how names are used in it. Tokens come from TypeScript's
+// scanner; what the scanner needs the parser for (whether a `/` starts a
+// regular expression, where a template literal resumes) is decided here from
+// the tokens before, and a scan that is not sure of itself says so: callers
+// then parse the whole text.
+import type { ts as TS } from "ts-morph";
+import type { TsApi } from "../../core/typescript.ts";
+
+/** A module's text with what the summary does not need left out, and the way back to positions in the text. */
+export interface Outline {
+  readonly text: string;
+  /** The position in the module's text of a position in the outline. */
+  readonly at: (position: number) => number;
+}
+
+/** How a name is used: the members read from it, and whether it is used any other way. */
+export interface Usage {
+  members: Set<string>;
+  escapes: boolean;
+}
+
+/**
+ * The module's tokens without comments and without what only a module's behaviour needs: the inside of blocks
+ * (function and class bodies, object and type literals, the callbacks of a test file…), of parameter lists and call
+ * arguments, of array literals and tuple types. What is left is the outline of its top-level statements, which is
+ * all a summary reads, at a fraction of the parse. Line breaks between tokens are kept (they end statements), and
+ * tokens that touch still touch. Kept whole: the blocks after a top-level `import`, `export`, `type`, `,`, `const`,
+ * `let` or `var` (import and export lists, destructured declarations), brackets after `const`, `let`, `var` and `,`,
+ * and any parenthesized group that is not arguments or parameters, which may be an expression or a type.
+ * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error); the caller also
+ * drops an outline the parser rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned.
+ */
+export function outlineOf(ts: TsApi, text: string): Outline | undefined {
+  const SK = ts.SyntaxKind;
+  const tables = scanTables(ts);
+  const tokens = new TokenReader(ts, tables, text);
+  const scanner = tokens.scanner;
+  const parts: string[] = [];
+  let length = 0;
+  let lastEnd = 0;
+  // Where the outline's offset from the text changes: outline position, and what to add there and after. A position
+  // between two tokens is where the gap between them starts in the text, as for a statement's leading comments.
+  const from: number[] = [0];
+  const shift: number[] = [0];
+  // For each parenthesis open around the scanner (and emitted), the outline as it was after it, to go back to when
+  // its contents turn out to be arguments or parameters.
+  const saved: { parts: number; length: number; lastEnd: number; from: number; before: TS.SyntaxKind }[] = [];
+  /** The depth of the bracket whose contents are being dropped; -1 when emitting. */
+  let dropping = -1;
+  /** The depth of the kept list or pattern being emitted (`import {…}`, `const [a, [b]] =`); nothing in it drops. */
+  let keeping = Infinity;
+  for (let token = tokens.next(); token !== SK.EndOfFileToken; token = tokens.next()) {
+    const before = tokens.before;
+    const depth = tokens.open.length;
+    let dropFrom = -1;
+    if (dropping >= 0) {
+      if (depth >= dropping) continue;
+      dropping = -1; // the closing bracket of what was dropped, emitted
+    }
+    if (depth < keeping && keeping !== Infinity && (token === SK.CloseBraceToken || token === SK.CloseBracketToken)) {
+      keeping = Infinity;
+    }
+    if (keeping !== Infinity) {
+      if (token === SK.CloseParenToken) saved.pop(); // inside a kept list or pattern, everything stays
+    } else if (token === SK.OpenBraceToken) {
+      if (depth === 1 && tables.keepsBlock.has(before)) keeping = depth;
+      else dropFrom = depth;
+    } else if (token === SK.OpenBracketToken) {
+      if (depth === 1 && tables.keepsBracket.has(before)) keeping = depth;
+      // An array literal or a tuple type; after what ends an expression (`x[`, `x?.[`, `x![`), an element access.
+      else if (
+        tables.regexMayFollow.has(before) && before !== SK.QuestionDotToken && before !== SK.ExclamationToken
+      ) dropFrom = depth;
+    } else if (token === SK.CloseParenToken) {
+      const state = saved.pop()!;
+      const next = scanner.lookAhead(() => scanner.scan());
+      if (
+        tables.callsBefore.has(state.before) ||
+        next === SK.EqualsGreaterThanToken && !tables.groupsAfter.has(state.before) ||
+        (next === SK.ColonToken || next === SK.OpenBraceToken) && tables.signatureBefore.has(state.before)
+      ) {
+        parts.length = state.parts;
+        length = state.length;
+        lastEnd = state.lastEnd;
+        from.length = shift.length = state.from;
+      }
+    }
+    const start = scanner.getTokenStart();
+    const end = scanner.getTokenEnd();
+    if (start !== lastEnd) {
+      parts.push(scanner.hasPrecedingLineBreak() ? "\n" : " ");
+      length++;
+    }
+    if (shift[shift.length - 1] !== start - length) {
+      from.push(length);
+      shift.push(start - length);
+    }
+    parts.push(text.slice(start, end));
+    length += end - start;
+    lastEnd = end;
+    if (token === SK.OpenParenToken) saved.push({ parts: parts.length, length, lastEnd, from: from.length, before });
+    if (dropFrom >= 0) dropping = dropFrom;
+  }
+  if (!tokens.complete) return undefined;
+  return {
+    text: parts.join(""),
+    at: (position) => {
+      let low = 0;
+      let high = from.length - 1;
+      while (low < high) {
+        const middle = (low + high + 1) >> 1;
+        if (from[middle] <= position) low = middle;
+        else high = middle - 1;
+      }
+      return position + shift[low];
+    },
+  };
+}
+
+/**
+ * How each of `names` is used in the module, read from its tokens: the members read from it (`ns.a`, `ns?.a`,
+ * `ns["a"]`, `ns.A` in a type), or an escape (passed on, spread, exported, indexed by a value…); undefined when not
+ * used. Not uses: comments and strings, a member name (`x.ns`), a property or member being declared (`{ ns: 1 }`,
+ * `ns?: T`), a declaration (`const ns`, `function ns`, `(ns) =>`), a rename (`export { a as ns }`), and tokens at the
+ * positions `skip` says (import declarations). undefined for the whole answer when the scan is not sure of itself.
+ * Names that are keywords (`number`, `assert`) are the caller's to avoid: the scanner cannot tell them from the type.
+ */
+export function tokenUsage(
+  ts: TsApi,
+  text: string,
+  names: ReadonlySet<string>,
+  skip: (position: number) => boolean,
+): Map<string, Usage | undefined> | undefined {
+  const SK = ts.SyntaxKind;
+  const tables = scanTables(ts);
+  const tokens = new TokenReader(ts, tables, text);
+  const scanner = tokens.scanner;
+  const found = new Map<string, Usage | undefined>([...names].map((name) => [name, undefined]));
+  for (let token = tokens.next(); token !== SK.EndOfFileToken; token = tokens.next()) {
+    if (token !== SK.Identifier) continue;
+    const name = scanner.getTokenValue();
+    if (!names.has(name) || skip(scanner.getTokenStart())) continue;
+    const before = tokens.before;
+    if (tables.nameBefore.has(before)) continue;
+    const lineStart = scanner.hasPrecedingLineBreak();
+    const [next, member, afterParameters] = scanner.lookAhead((): [TS.SyntaxKind, string?, TS.SyntaxKind?] => {
+      const next = scanner.scan();
+      if (next === SK.DotToken || next === SK.QuestionDotToken) {
+        const name = scanner.scan();
+        return [next, name === SK.Identifier || isKeyword(ts, name) ? scanner.getTokenValue() : undefined];
+      }
+      if (next === SK.OpenBracketToken) {
+        const index = scanner.scan();
+        if (index !== SK.StringLiteral && index !== SK.NoSubstitutionTemplateLiteral) return [next, undefined];
+        const value = scanner.getTokenValue();
+        return [next, scanner.scan() === SK.CloseBracketToken ? value : undefined];
+      }
+      if (next === SK.QuestionToken) return [scanner.scan() === SK.ColonToken ? SK.ColonToken : next, undefined];
+      if (next === SK.OpenParenToken && (lineStart || tables.memberBefore.has(before))) {
+        // What follows the parentheses: `{` or `:` makes `ns(…)` a method being declared, not a call.
+        for (let depth = 1; depth > 0;) {
+          const token: TS.SyntaxKind = scanner.scan();
+          if (token === SK.EndOfFileToken) return [next];
+          if (token === SK.OpenParenToken) depth++;
+          else if (token === SK.CloseParenToken) depth--;
+        }
+        return [next, undefined, scanner.scan()];
+      }
+      return [next, undefined];
+    });
+    // `{ ns: …`, `, ns: …`, `ns?: T` at the start of a member or statement: a key, a parameter, a label.
+    if (next === SK.ColonToken && (lineStart || tables.keyBefore.has(before))) continue;
+    if (next === SK.EqualsGreaterThanToken) continue; // `ns => …`: a parameter
+    if (afterParameters === SK.OpenBraceToken || afterParameters === SK.ColonToken) continue; // `ns(…) {`: a method
+    if (before === SK.AsKeyword && member === undefined) continue; // `export { a as ns }`, `export * as ns`
+    if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) continue; // `type ns =`
+    if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) continue; // `static ns = …`
+    let usage = found.get(name);
+    if (!usage) found.set(name, usage = { members: new Set(), escapes: false });
+    if (member !== undefined) usage.members.add(member);
+    else usage.escapes = true;
+  }
+  return tokens.complete ? found : undefined;
+}
+
+/** Whether the scanner reads `name` as a keyword (`number`, `type`, `assert`…) rather than an identifier. */
+export function isKeywordName(ts: TsApi, name: string): boolean {
+  return isKeyword(ts, ts.createScanner(ts.ScriptTarget.Latest, true, ts.LanguageVariant.Standard, name).scan());
+}
+
+function isKeyword(ts: TsApi, kind: TS.SyntaxKind): boolean {
+  return kind >= ts.SyntaxKind.FirstKeyword && kind <= ts.SyntaxKind.LastKeyword;
+}
+
+/**
+ * TypeScript's scanner over a whole text, with what its parser would otherwise decide: a `/` is a regular expression
+ * where no expression can end before it, a `}` resumes the template literal whose `${` it closes. Keeps the brackets
+ * open, and whether they balanced and the scanner had no complaint.
+ */
+class TokenReader {
+  readonly scanner: TS.Scanner;
+  /** The brackets open around the scanner: `{`, `(`, `[`, and TemplateHead for a template's `${`. */
+  readonly open: TS.SyntaxKind[] = [];
+  /** The token before the current one. */
+  before: TS.SyntaxKind;
+  #current: TS.SyntaxKind;
+  #beforeBefore: TS.SyntaxKind;
+  #failed = false;
+  readonly #SK: typeof TS.SyntaxKind;
+  readonly #tables: ScanTables;
+
+  constructor(ts: TsApi, tables: ScanTables, text: string) {
+    this.#SK = ts.SyntaxKind;
+    this.#tables = tables;
+    this.before = this.#current = this.#beforeBefore = ts.SyntaxKind.Unknown;
+    this.scanner = ts.createScanner(
+      ts.ScriptTarget.Latest,
+      true,
+      ts.LanguageVariant.Standard,
+      text,
+      () => (this.#failed = true),
+    );
+  }
+
+  /** Whether the text was read to its end with balanced brackets and no scanner error. */
+  get complete(): boolean {
+    return !this.#failed && this.#current === this.#SK.EndOfFileToken && this.open.length === 0;
+  }
+
+  /** The next token; EndOfFileToken at the end, or as soon as the scan is lost. */
+  next(): TS.SyntaxKind {
+    const SK = this.#SK;
+    const scanner = this.scanner;
+    const tables = this.#tables;
+    this.#beforeBefore = this.before;
+    this.before = this.#current;
+    let token = scanner.scan();
+    // Most tokens need nothing: one look in a table rather than a comparison per case.
+    switch (tables.action[token]) {
+      case SLASH:
+        // After `x!` (a non-null assertion, not a negation), a `/` divides.
+        if (
+          tables.regexMayFollow.has(this.before) &&
+          !(this.before === SK.ExclamationToken && !tables.regexMayFollow.has(this.#beforeBefore))
+        ) token = scanner.reScanSlashToken();
+        break;
+      case OPEN:
+        this.open.push(token);
+        break;
+      case CLOSE:
+        if (token === SK.CloseBraceToken && this.open[this.open.length - 1] === SK.TemplateHead) {
+          // As a tagged template: escapes that do not cook (String.raw`\S`) are no error.
+          token = scanner.reScanTemplateToken(true);
+          if (token === SK.TemplateTail) this.open.pop();
+          break;
+        }
+        if (this.open.pop() !== tables.openerOf[token]) this.#failed = true;
+        break;
+      case LOST:
+        this.#failed = true;
+    }
+    if (this.#failed) {
+      // Lost: end here, leaving `open` as it was so that `complete` says no.
+      this.open.push(SK.Unknown);
+      token = SK.EndOfFileToken;
+    }
+    this.#current = token;
+    return token;
+  }
+}
+
+/** What TokenReader does on a token (ScanTables.action). */
+const SLASH = 1;
+const OPEN = 2;
+const CLOSE = 3;
+const LOST = 4;
+
+interface ScanTables {
+  /** Tokens after which a `/` starts a regular expression rather than dividing. */
+  readonly regexMayFollow: ReadonlySet<TS.SyntaxKind>;
+  /** What TokenReader does on each kind of token: SLASH, OPEN, CLOSE, LOST, or 0 for nothing. */
+  readonly action: Uint8Array;
+  /** The opening token of each closing one. */
+  readonly openerOf: Uint16Array;
+  /** Tokens after which a top-level `{` opens a list of names to keep: imports, exports, destructured declarations. */
+  readonly keepsBlock: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which a top-level `[` opens a destructured declaration. */
+  readonly keepsBracket: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which a `(` opens arguments or parameters (a call, a named function), never an expression. */
+  readonly callsBefore: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which a `(…)` followed by `:` or `{` was a parameter list (a return type, a body), not a type. */
+  readonly signatureBefore: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which a `(…)` is a condition or a branch (`if (…) =>`, `? (…) =>`) even when `=>` follows. */
+  readonly groupsAfter: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which a name is a member name, a declaration or a rename, not a use. */
+  readonly nameBefore: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which `name:` declares a key or a parameter. */
+  readonly keyBefore: ReadonlySet<TS.SyntaxKind>;
+  /** Tokens after which `name(…) {` declares a method. */
+  readonly memberBefore: ReadonlySet<TS.SyntaxKind>;
+}
+
+let tablesFor: { ts: TsApi; tables: ScanTables } | undefined;
+
+function scanTables(ts: TsApi): ScanTables {
+  if (tablesFor?.ts === ts) return tablesFor.tables;
+  const SK = ts.SyntaxKind;
+  const regexMayFollow = new Set<TS.SyntaxKind>([SK.Unknown]);
+  // Punctuation, but for what ends an expression; keywords, only the reserved ones that take an operand. Contextual
+  // keywords (`type`, `of`, `number`…) may be names, which end expressions. A `/` misread as division leaves a regular
+  // expression's text to the scanner, whose brackets or quotes then rarely balance; misread as a regular expression,
+  // a division is read up to the line's end, an error: either way the scan gives up and the whole text is parsed.
+  const endsExpression = new Set([
+    SK.CloseParenToken,
+    SK.CloseBracketToken,
+    SK.CloseBraceToken,
+    SK.PlusPlusToken,
+    SK.MinusMinusToken,
+  ]);
+  for (let kind = SK.FirstPunctuation; kind <= SK.LastPunctuation; kind++) {
+    if (!endsExpression.has(kind)) regexMayFollow.add(kind);
+  }
+  for (
+    const kind of [
+      SK.ReturnKeyword,
+      SK.TypeOfKeyword,
+      SK.InstanceOfKeyword,
+      SK.InKeyword,
+      SK.NewKeyword,
+      SK.DeleteKeyword,
+      SK.VoidKeyword,
+      SK.ThrowKeyword,
+      SK.CaseKeyword,
+      SK.DoKeyword,
+      SK.ElseKeyword,
+      SK.YieldKeyword,
+      SK.AwaitKeyword,
+    ]
+  ) regexMayFollow.add(kind);
+  const action = new Uint8Array(SK.Count);
+  action[SK.SlashToken] = action[SK.SlashEqualsToken] = SLASH;
+  action[SK.TemplateHead] =
+    action[SK.OpenBraceToken] =
+    action[SK.OpenBracketToken] =
+    action[SK.OpenParenToken] =
+      OPEN;
+  action[SK.CloseBraceToken] = action[SK.CloseBracketToken] = action[SK.CloseParenToken] = CLOSE;
+  action[SK.Unknown] = LOST;
+  const openerOf = new Uint16Array(SK.Count);
+  openerOf[SK.CloseBraceToken] = SK.OpenBraceToken;
+  openerOf[SK.CloseBracketToken] = SK.OpenBracketToken;
+  openerOf[SK.CloseParenToken] = SK.OpenParenToken;
+  const tables: ScanTables = {
+    regexMayFollow,
+    action,
+    openerOf,
+    keepsBlock: new Set([
+      SK.ImportKeyword,
+      SK.ExportKeyword,
+      SK.TypeKeyword,
+      SK.CommaToken,
+      SK.ConstKeyword,
+      SK.LetKeyword,
+      SK.VarKeyword,
+    ]),
+    keepsBracket: new Set([SK.CommaToken, SK.ConstKeyword, SK.LetKeyword, SK.VarKeyword]),
+    // Not `>`: `f<T>(x)` is a call, `a >>> (b)` is not (the scanner gives `>` one at a time).
+    callsBefore: new Set([SK.Identifier, SK.CloseParenToken, SK.CloseBracketToken, SK.SuperKeyword, SK.ThisKeyword]),
+    signatureBefore: new Set([
+      SK.Unknown,
+      SK.EqualsToken,
+      SK.CommaToken,
+      SK.OpenParenToken,
+      SK.GreaterThanToken,
+      SK.AsyncKeyword,
+      SK.FunctionKeyword,
+    ]),
+    groupsAfter: new Set([
+      SK.IfKeyword,
+      SK.ForKeyword,
+      SK.WhileKeyword,
+      SK.SwitchKeyword,
+      SK.CatchKeyword,
+      SK.WithKeyword,
+      SK.QuestionToken,
+    ]),
+    nameBefore: new Set([
+      SK.DotToken,
+      SK.QuestionDotToken,
+      SK.HashToken,
+      SK.ConstKeyword,
+      SK.LetKeyword,
+      SK.VarKeyword,
+      SK.FunctionKeyword,
+      SK.ClassKeyword,
+      SK.InterfaceKeyword,
+      SK.EnumKeyword,
+      SK.NamespaceKeyword,
+      SK.ModuleKeyword,
+      SK.GetKeyword,
+      SK.SetKeyword,
+      SK.BreakKeyword,
+      SK.ContinueKeyword,
+      // A modifier: a member being declared.
+      SK.StaticKeyword,
+      SK.PublicKeyword,
+      SK.PrivateKeyword,
+      SK.ProtectedKeyword,
+      SK.OverrideKeyword,
+      SK.AbstractKeyword,
+      SK.ReadonlyKeyword,
+      SK.DeclareKeyword,
+      SK.AccessorKeyword,
+    ]),
+    keyBefore: new Set([SK.OpenBraceToken, SK.CommaToken, SK.SemicolonToken, SK.OpenParenToken, SK.DotDotDotToken]),
+    memberBefore: new Set([
+      SK.OpenBraceToken,
+      SK.CloseBraceToken,
+      SK.CommaToken,
+      SK.SemicolonToken,
+      SK.AsteriskToken,
+      SK.AsyncKeyword,
+      SK.StaticKeyword,
+      SK.PublicKeyword,
+      SK.PrivateKeyword,
+      SK.ProtectedKeyword,
+      SK.OverrideKeyword,
+      SK.AbstractKeyword,
+      SK.ReadonlyKeyword,
+    ]),
+  };
+  tablesFor = { ts, tables };
+  return tables;
+}
