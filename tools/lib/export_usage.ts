@@ -7,7 +7,7 @@
 import path from "node:path";
 import type { GraphModule, ModuleGraph } from "./module_graph.ts";
 import { conventionalSourceStem, globToRegExp, OUTPUT_EXTENSION, type PackageInfo } from "./packages.ts";
-import { MODULE_EXTENSIONS, type SymbolKind } from "./module_summary.ts";
+import { type ExportRecord, MODULE_EXTENSIONS, type ModuleSummary, type SymbolKind } from "./module_summary.ts";
 
 /** Why a module is an entry point. */
 export interface EntryPoint {
@@ -253,16 +253,36 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
     }
   }
 
-  // Flow demands through re-exports.
+  // Flow demands through re-exports. A demand seen before is not followed again; its members are told apart by
+  // identity (a binding's list travels as one object along the re-exports), which only risks following twice.
+  const memberIds = new Map<Members, number>();
+  const exportsByName = new Map<string, Map<string, ExportRecord[]>>();
+  const exportsNamed = (module: string, summary: ModuleSummary, name: string): readonly ExportRecord[] => {
+    let byName = exportsByName.get(module);
+    if (!byName) {
+      exportsByName.set(module, byName = new Map());
+      for (const record of summary.exports) {
+        const list = byName.get(record.name);
+        if (list) list.push(record);
+        else byName.set(record.name, [record]);
+      }
+    }
+    return byName.get(name) ?? [];
+  };
   while (queue.length > 0) {
     const { module, name, members, certainty } = queue.pop()!;
     const graphModule = modules.get(module)!;
     const summary = graphModule.summary!;
     const changed = mark(module, name, certainty);
-    const key = `${module}\0${name}\0${certainty.used}\0${JSON.stringify(members ?? null)}`;
+    let membersId = 0;
+    if (members) {
+      membersId = memberIds.get(members) ?? memberIds.size + 1;
+      memberIds.set(members, membersId);
+    }
+    const key = `${module}\0${name}\0${certainty.used}\0${membersId}`;
     if (!changed && seenDemands.has(key)) continue;
     seenDemands.add(key);
-    const own = summary.exports.filter((record) => record.name === name);
+    const own = exportsNamed(module, summary, name);
     for (const record of own) {
       if (record.from === undefined) continue;
       const target = resolvedModule(graphModule, record.from);
@@ -281,8 +301,7 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
       }
     }
     if (own.length > 0 || name === "default") continue; // `export *` never carries default
-    for (const record of summary.exports) {
-      if (record.name !== "*") continue;
+    for (const record of exportsNamed(module, summary, "*")) {
       const target = resolvedModule(graphModule, record.from!);
       if (target) demand(target, name, certainty, members);
     }

@@ -271,18 +271,30 @@ export function languageOf(file: string): string {
   return ext || "unknown";
 }
 
+/** How many dependents answers a graph keeps. */
+const RECENT_DEPENDENTS = 8;
+
 /**
  * Every module that imports `file`, directly or through others, breadth
  * first: its shortest depth and one module at depth - 1 it is reached
  * through. `valueOnly` skips type-only edges (run-time dependents only).
+ * The last few answers are kept in the graph's memo: asked again of the same graph, the same map.
  */
 export function dependentsOf(
   graph: ModuleGraph,
   file: string,
   options: { valueOnly: boolean; maxDepth?: number },
-): Map<string, { depth: number; via: string }> {
-  const found = new Map<string, { depth: number; via: string }>();
+): ReadonlyMap<string, { readonly depth: number; readonly via: string }> {
   const maxDepth = options.maxDepth ?? Infinity;
+  let recent = graph.memo.get("dependents") as Map<string, Map<string, { depth: number; via: string }>> | undefined;
+  if (!recent) graph.memo.set("dependents", recent = new Map());
+  const key = `${file}\0${options.valueOnly}\0${maxDepth}`;
+  const known = recent.get(key);
+  if (known) return known;
+  const found = new Map<string, { depth: number; via: string }>();
+  // The last few answers only: one per module of a large graph would hold the graph's square.
+  recent.set(key, found);
+  if (recent.size > RECENT_DEPENDENTS) recent.delete(recent.keys().next().value!);
   let frontier = [file];
   for (let depth = 1; frontier.length > 0 && depth <= maxDepth; depth++) {
     const next: string[] = [];

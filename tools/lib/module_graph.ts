@@ -139,6 +139,18 @@ interface RootState {
   queue: Promise<unknown>;
   /** Whether an mtime of this root had a fraction of a second: its file system keeps fine times. */
   fineClock: boolean;
+  /**
+   * What every path the snapshot watches looked like when its graph was last confirmed, with every stamp settled:
+   * a refresh that finds them all the same returns the graph after one stat each and a comparison, nothing else.
+   */
+  verified?: Verified;
+}
+
+interface Verified {
+  readonly snapshot: Snapshot;
+  readonly paths: readonly string[];
+  readonly sizes: Float64Array;
+  readonly mtimes: Float64Array;
 }
 
 const states = new Map<string, RootState>();
@@ -167,6 +179,74 @@ async function eachLimit<T>(items: readonly T[], signal: AbortSignal, work: (ite
 function isMetaFile(file: string): boolean {
   const base = file.slice(file.lastIndexOf("/") + 1);
   return base === "package.json" || base === "pnpm-workspace.yaml" || base === ".gitignore" || isConfigFile(file);
+}
+
+/** The paths a refresh stats: directories with files, node_modules, configuration files, parsed modules. */
+function watchedBy(snapshot: Snapshot | undefined, state: RootState): string[] {
+  return [
+    ...(snapshot ? [...snapshot.dirs.keys(), ...snapshot.nodeModules.keys(), ...snapshot.meta.keys()] : []),
+    ...state.parsed.keys(),
+  ];
+}
+
+/**
+ * The stamps seen, when each one is what `snapshot` stands for: a settled directory mtime (not one listed too close
+ * to a change to trust), the node_modules and configuration stamps it was configured from, the settled stamp of each
+ * parsed module. undefined when any differs or is missing: the next refresh then checks the long way.
+ */
+function verify(snapshot: Snapshot, state: RootState, stamps: ReadonlyMap<string, Stamp | null>): Verified | undefined {
+  const paths = watchedBy(snapshot, state);
+  const sizes = new Float64Array(paths.length);
+  const mtimes = new Float64Array(paths.length);
+  for (let i = 0; i < paths.length; i++) {
+    const path = paths[i];
+    const stamp = stamps.get(path);
+    if (!stamp) return undefined;
+    const dir = snapshot.dirs.get(path);
+    const parsed = state.parsed.get(path);
+    const meta = snapshot.meta.get(path);
+    const same = dir !== undefined
+      ? dir === stamp.mtimeMs
+      : snapshot.nodeModules.has(path)
+      ? snapshot.nodeModules.get(path) === stamp.mtimeMs
+      : meta
+      ? meta.size === stamp.size && meta.mtimeMs === stamp.mtimeMs
+      : parsed !== undefined && parsed.size === stamp.size && parsed.mtimeMs === stamp.mtimeMs;
+    if (!same) return undefined;
+    sizes[i] = stamp.size;
+    mtimes[i] = stamp.mtimeMs;
+  }
+  return { snapshot, paths, sizes, mtimes };
+}
+
+/**
+ * After a build, what the next refresh would do first: stat what the snapshot watches, settle the stamps of
+ * directories listed and files read without one (when they had not changed for a while before), and keep them as
+ * verified. Costs a build one stat per file, and spares the first query after it the long check.
+ */
+async function settle(ctx: ReadContext, root: string, state: RootState, snapshot: Snapshot): Promise<Snapshot> {
+  const paths = watchedBy(snapshot, state);
+  const infos = await ctx.fs.stats(root, paths);
+  const stamps = new Map<string, Stamp | null>();
+  for (let i = 0; i < paths.length; i++) stamps.set(paths[i], infos[i]);
+  const margin = racyMargin(state);
+  let settled = snapshot;
+  if ([...snapshot.dirs.values()].includes(null)) {
+    const dirs = new Map(snapshot.dirs);
+    for (const [dir, mtime] of dirs) {
+      const stamp = stamps.get(dir);
+      if (mtime === null && stamp && stamp.mtimeMs < snapshot.listedAt - margin) dirs.set(dir, stamp.mtimeMs);
+    }
+    settled = { ...snapshot, dirs };
+  }
+  for (const [file, parsed] of state.parsed) {
+    const stamp = stamps.get(file);
+    if (Number.isNaN(parsed.mtimeMs) && stamp?.size === parsed.size && stamp.mtimeMs < parsed.readAt - margin) {
+      parsed.mtimeMs = stamp.mtimeMs;
+    }
+  }
+  state.verified = verify(settled, state, stamps);
+  return settled;
 }
 
 async function statOrNull(ctx: ReadContext, root: string, file: string): Promise<Stamp | null> {
@@ -209,12 +289,14 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
   let relist = !old;
   let installChanged = false;
   const stamps = new Map<string, Stamp | null>();
-  const watched = [
-    ...(old ? [...old.dirs.keys(), ...old.nodeModules.keys(), ...old.meta.keys()] : []),
-    ...state.parsed.keys(),
-  ];
+  const verified = old?.graph && state.verified?.snapshot === old ? state.verified : undefined;
+  const watched = verified?.paths ?? watchedBy(old, state);
   const infos = await ctx.fs.stats(root, watched);
   if (signal.aborted) throw signal.reason;
+  if (verified && infos.every((info, i) => info?.size === verified.sizes[i] && info.mtimeMs === verified.mtimes[i])) {
+    const build = { cached: true, parsed: 0, resolved: 0, ms: Math.round((performance.now() - started) * 10) / 10 };
+    return { ...old!.graph!, build, memo: old!.graph!.memo };
+  }
   for (let i = 0; i < watched.length; i++) stamps.set(watched[i], infos[i]);
   for (const stamp of stamps.values()) if (stamp && stamp.mtimeMs % 1000 !== 0) state.fineClock = true;
   const margin = racyMargin(state);
@@ -290,6 +372,7 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
   if (old?.graph && snapshot.resolver === old.resolver && sameFiles && [...state.parsed.keys()].every(current)) {
     snapshot.graph = old.graph;
     state.snapshot = snapshot;
+    state.verified = verify(snapshot, state, stamps);
     const build = { cached: true, parsed: 0, resolved: 0, ms: Math.round((performance.now() - started) * 10) / 10 };
     return { ...old.graph, build, memo: old.graph.memo };
   }
@@ -369,9 +452,15 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     state.snapshot = snapshot;
     return { ...old.graph, build, memo: old.graph.memo };
   }
-  snapshot.graph = makeGraph(root, snapshot, modules, build);
+  const graph = makeGraph(root, snapshot, modules, build);
+  snapshot.graph = graph;
   state.snapshot = snapshot;
-  return snapshot.graph;
+  if (!signal.aborted) {
+    const settled = await settle(ctx, root, state, snapshot);
+    settled.graph = graph;
+    state.snapshot = settled;
+  }
+  return graph;
 }
 
 /**
