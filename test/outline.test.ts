@@ -11,7 +11,7 @@ import path from "node:path";
 import { describe, it } from "node:test";
 import type { TsApi } from "../core/typescript.ts";
 import { summarizeModule } from "../tools/lib/module_summary.ts";
-import { outlineOf, tokenUsage } from "../tools/lib/outline.ts";
+import { outlineOf, tokenUsage, usageFrom } from "../tools/lib/outline.ts";
 import { readArchive } from "./fixtures/code/harness.ts";
 import { repoRoot, runtimeName } from "./helpers.ts";
 import { readdirSync } from "node:fs";
@@ -166,6 +166,16 @@ describe(`uses of a name, read from tokens (${runtimeName})`, () => {
       assert.equal(usage(body)?.escapes, true, body);
     });
   }
+
+  it("reads the same uses on the way when an outline watches the name", () => {
+    const text = importLine + 'ns.a(); describe("x", () => { ns?.b; foo(ns); });\nexport const c = ns["c"];\n';
+    const outline = outlineOf(ts, text, new Set(["ns"]));
+    assert.ok(outline);
+    const skip = (position: number) => position < importLine.length;
+    const read = usageFrom(outline.uses, new Set(["ns"]), skip);
+    assert.deepEqual(read, tokenUsage(ts, text, new Set(["ns"]), skip));
+    assert.deepEqual(read.get("ns"), { members: new Set(["a", "b", "c"]), escapes: true });
+  });
 
   it("says nothing of a name not used, and gives up on a text it cannot follow", () => {
     assert.equal(usage("const x = 1;"), undefined);

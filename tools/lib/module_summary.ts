@@ -4,7 +4,7 @@
 // The syntax tree is dropped after this: the module graph keeps summaries only.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
-import { isKeywordName, outlineOf, tokenUsage, type Usage } from "./outline.ts";
+import { isKeywordName, outlineOf, tokenUsage, type Usage, usageFrom, type Use } from "./outline.ts";
 
 /** How a module names another. */
 export type ImportKind =
@@ -139,13 +139,17 @@ export function summarizeModule(
   const kind = scriptKindOf(ts, file);
   // Most modules need only their outline parsed (see outlineOf); a module whose text has a dynamic import, a
   // require or a CommonJS export needs the whole tree, and so does one whose outline the parser rejects.
+  // The namespace imports' uses are read on the way, in case one of them seems to escape (see summarizeTree).
+  let watch: Set<string> | undefined;
+  for (const match of text.matchAll(NAMESPACE_IMPORT)) (watch ??= new Set()).add(match[1]);
   const outline = useOutline && kind === ts.ScriptKind.TS && !NEEDS_WHOLE_TREE.test(text)
-    ? outlineOf(ts, text)
+    ? outlineOf(ts, text, watch)
     : undefined;
   if (outline !== undefined) {
     const sf = parse(ts, file, outline.text, kind);
     if (diagnosticsOf(sf).length === 0) {
-      return summarizeTree(ts, text, kind, sf, outline.at, () => parse(ts, file, text, kind));
+      const read = { uses: outline.uses, of: watch ?? new Set<string>() };
+      return summarizeTree(ts, text, kind, sf, outline.at, () => parse(ts, file, text, kind), read);
     }
   }
   const sf = parse(ts, file, text, kind);
@@ -154,6 +158,9 @@ export function summarizeModule(
 
 /** What makes a module's outline not enough: calls of import() and require(), and CommonJS exports. */
 const NEEDS_WHOLE_TREE = /\b(?:import|require)\s*\(|\bmodule\s*\.\s*exports\b/;
+
+/** `import * as ns`, `import type * as ns`: the local names whose uses an outline reads on the way. */
+const NAMESPACE_IMPORT = /\bimport\s+(?:type\s+)?\*\s*as\s+([A-Za-z_$][\w$]*)/g;
 
 function parse(ts: TsApi, file: string, text: string, kind: TS.ScriptKind): TS.SourceFile {
   // JSDoc is not parsed: it holds no imports the graph follows, and skipping it halves the parse.
@@ -181,6 +188,7 @@ function summarizeTree(
   sf: TS.SourceFile,
   at: (position: number) => number,
   wholeTree: () => TS.SourceFile,
+  read?: { readonly uses: readonly Use[]; readonly of: ReadonlySet<string> },
 ): ModuleSummary {
   const SK = ts.SyntaxKind;
   let starts: number[] | undefined;
@@ -517,7 +525,11 @@ function summarizeTree(
     const skip = (position: number) =>
       declared.includes(position) || importRanges.some(([start, end]) => position >= start && position < end);
     const tokensWill = kind === ts.ScriptKind.TS && [...suspects].every((name) => !isKeywordName(ts, name));
-    const found = tokensWill ? tokenUsage(ts, text, suspects, skip) : undefined;
+    const found = !tokensWill
+      ? undefined
+      : read && [...suspects].every((name) => read.of.has(name))
+      ? usageFrom(read.uses, suspects, skip)
+      : tokenUsage(ts, text, suspects, skip);
     for (const [name, use] of found ?? treeUsage(ts, wholeTree(), suspects)) usage.set(name, use);
   }
 

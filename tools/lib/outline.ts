@@ -13,6 +13,15 @@ export interface Outline {
   readonly text: string;
   /** The position in the module's text of a position in the outline. */
   readonly at: (position: number) => number;
+  /** The uses of the names asked to watch, read on the way (see tokenUsage). */
+  readonly uses: readonly Use[];
+}
+
+/** One occurrence of a name that is a use: at a position of the text, reading a member or, without one, escaping. */
+export interface Use {
+  readonly at: number;
+  readonly name: string;
+  readonly member?: string;
 }
 
 /** How a name is used: the members read from it, and whether it is used any other way. */
@@ -32,11 +41,12 @@ export interface Usage {
  * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error); the caller also
  * drops an outline the parser rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned.
  */
-export function outlineOf(ts: TsApi, text: string): Outline | undefined {
+export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>): Outline | undefined {
   const SK = ts.SyntaxKind;
   const tables = scanTables(ts);
   const tokens = new TokenReader(ts, tables, text);
   const scanner = tokens.scanner;
+  const uses: Use[] = [];
   const parts: string[] = [];
   let length = 0;
   let lastEnd = 0;
@@ -52,6 +62,10 @@ export function outlineOf(ts: TsApi, text: string): Outline | undefined {
   /** The depth of the kept list or pattern being emitted (`import {…}`, `const [a, [b]] =`); nothing in it drops. */
   let keeping = Infinity;
   for (let token = tokens.next(); token !== SK.EndOfFileToken; token = tokens.next()) {
+    if (watch && token === SK.Identifier && watch.has(scanner.getTokenValue())) {
+      const use = useAt(ts, tables, tokens);
+      if (use) uses.push(use);
+    }
     const before = tokens.before;
     const depth = tokens.open.length;
     let dropFrom = -1;
@@ -105,6 +119,7 @@ export function outlineOf(ts: TsApi, text: string): Outline | undefined {
   }
   if (!tokens.complete) return undefined;
   return {
+    uses,
     text: parts.join(""),
     at: (position) => {
       let low = 0;
@@ -126,6 +141,7 @@ export function outlineOf(ts: TsApi, text: string): Outline | undefined {
  * `ns?: T`), a declaration (`const ns`, `function ns`, `(ns) =>`), a rename (`export { a as ns }`), and tokens at the
  * positions `skip` says (import declarations). undefined for the whole answer when the scan is not sure of itself.
  * Names that are keywords (`number`, `assert`) are the caller's to avoid: the scanner cannot tell them from the type.
+ * An outline made with these names watched has read the same uses already: see usageFrom.
  */
 export function tokenUsage(
   ts: TsApi,
@@ -137,52 +153,74 @@ export function tokenUsage(
   const tables = scanTables(ts);
   const tokens = new TokenReader(ts, tables, text);
   const scanner = tokens.scanner;
-  const found = new Map<string, Usage | undefined>([...names].map((name) => [name, undefined]));
+  const uses: Use[] = [];
   for (let token = tokens.next(); token !== SK.EndOfFileToken; token = tokens.next()) {
-    if (token !== SK.Identifier) continue;
-    const name = scanner.getTokenValue();
-    if (!names.has(name) || skip(scanner.getTokenStart())) continue;
-    const before = tokens.before;
-    if (tables.nameBefore.has(before)) continue;
-    const lineStart = scanner.hasPrecedingLineBreak();
-    const [next, member, afterParameters] = scanner.lookAhead((): [TS.SyntaxKind, string?, TS.SyntaxKind?] => {
-      const next = scanner.scan();
-      if (next === SK.DotToken || next === SK.QuestionDotToken) {
-        const name = scanner.scan();
-        return [next, name === SK.Identifier || isKeyword(ts, name) ? scanner.getTokenValue() : undefined];
-      }
-      if (next === SK.OpenBracketToken) {
-        const index = scanner.scan();
-        if (index !== SK.StringLiteral && index !== SK.NoSubstitutionTemplateLiteral) return [next, undefined];
-        const value = scanner.getTokenValue();
-        return [next, scanner.scan() === SK.CloseBracketToken ? value : undefined];
-      }
-      if (next === SK.QuestionToken) return [scanner.scan() === SK.ColonToken ? SK.ColonToken : next, undefined];
-      if (next === SK.OpenParenToken && (lineStart || tables.memberBefore.has(before))) {
-        // What follows the parentheses: `{` or `:` makes `ns(…)` a method being declared, not a call.
-        for (let depth = 1; depth > 0;) {
-          const token: TS.SyntaxKind = scanner.scan();
-          if (token === SK.EndOfFileToken) return [next];
-          if (token === SK.OpenParenToken) depth++;
-          else if (token === SK.CloseParenToken) depth--;
-        }
-        return [next, undefined, scanner.scan()];
-      }
-      return [next, undefined];
-    });
-    // `{ ns: …`, `, ns: …`, `ns?: T` at the start of a member or statement: a key, a parameter, a label.
-    if (next === SK.ColonToken && (lineStart || tables.keyBefore.has(before))) continue;
-    if (next === SK.EqualsGreaterThanToken) continue; // `ns => …`: a parameter
-    if (afterParameters === SK.OpenBraceToken || afterParameters === SK.ColonToken) continue; // `ns(…) {`: a method
-    if (before === SK.AsKeyword && member === undefined) continue; // `export { a as ns }`, `export * as ns`
-    if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) continue; // `type ns =`
-    if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) continue; // `static ns = …`
-    let usage = found.get(name);
-    if (!usage) found.set(name, usage = { members: new Set(), escapes: false });
-    if (member !== undefined) usage.members.add(member);
+    if (token !== SK.Identifier || !names.has(scanner.getTokenValue())) continue;
+    const use = useAt(ts, tables, tokens);
+    if (use) uses.push(use);
+  }
+  return tokens.complete ? usageFrom(uses, names, skip) : undefined;
+}
+
+/** How each of `names` is used, from the uses read of them (all of them: see tokenUsage), but at positions skipped. */
+export function usageFrom(
+  uses: readonly Use[],
+  names: ReadonlySet<string>,
+  skip: (position: number) => boolean,
+): Map<string, Usage | undefined> {
+  const found = new Map<string, Usage | undefined>([...names].map((name) => [name, undefined]));
+  for (const use of uses) {
+    if (!names.has(use.name) || skip(use.at)) continue;
+    let usage = found.get(use.name);
+    if (!usage) found.set(use.name, usage = { members: new Set(), escapes: false });
+    if (use.member !== undefined) usage.members.add(use.member);
     else usage.escapes = true;
   }
-  return tokens.complete ? found : undefined;
+  return found;
+}
+
+/** The use the identifier the reader is on makes of its name, or undefined when it is not a use. */
+function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefined {
+  const SK = ts.SyntaxKind;
+  const scanner = tokens.scanner;
+  const before = tokens.before;
+  if (tables.nameBefore.has(before)) return undefined;
+  const name = scanner.getTokenValue();
+  const at = scanner.getTokenStart();
+  const lineStart = scanner.hasPrecedingLineBreak();
+  const [next, member, afterParameters] = scanner.lookAhead((): [TS.SyntaxKind, string?, TS.SyntaxKind?] => {
+    const next = scanner.scan();
+    if (next === SK.DotToken || next === SK.QuestionDotToken) {
+      const name = scanner.scan();
+      return [next, name === SK.Identifier || isKeyword(ts, name) ? scanner.getTokenValue() : undefined];
+    }
+    if (next === SK.OpenBracketToken) {
+      const index = scanner.scan();
+      if (index !== SK.StringLiteral && index !== SK.NoSubstitutionTemplateLiteral) return [next, undefined];
+      const value = scanner.getTokenValue();
+      return [next, scanner.scan() === SK.CloseBracketToken ? value : undefined];
+    }
+    if (next === SK.QuestionToken) return [scanner.scan() === SK.ColonToken ? SK.ColonToken : next, undefined];
+    if (next === SK.OpenParenToken && (lineStart || tables.memberBefore.has(before))) {
+      // What follows the parentheses: `{` or `:` makes `ns(…)` a method being declared, not a call.
+      for (let depth = 1; depth > 0;) {
+        const token: TS.SyntaxKind = scanner.scan();
+        if (token === SK.EndOfFileToken) return [next];
+        if (token === SK.OpenParenToken) depth++;
+        else if (token === SK.CloseParenToken) depth--;
+      }
+      return [next, undefined, scanner.scan()];
+    }
+    return [next, undefined];
+  });
+  // `{ ns: …`, `, ns: …`, `ns?: T` at the start of a member or statement: a key, a parameter, a label.
+  if (next === SK.ColonToken && (lineStart || tables.keyBefore.has(before))) return undefined;
+  if (next === SK.EqualsGreaterThanToken) return undefined; // `ns => …`: a parameter
+  if (afterParameters === SK.OpenBraceToken || afterParameters === SK.ColonToken) return undefined; // a method
+  if (before === SK.AsKeyword && member === undefined) return undefined; // `export { a as ns }`, `export * as ns`
+  if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) return undefined;
+  if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) return undefined; // `static ns =`
+  return member === undefined ? { at, name } : { at, name, member };
 }
 
 /** Whether the scanner reads `name` as a keyword (`number`, `type`, `assert`…) rather than an identifier. */
