@@ -3,10 +3,10 @@
 // tsconfig re-resolves without re-parsing), progress on long builds, and a
 // generated tree whose dependents are known by construction.
 import assert from "node:assert/strict";
-import { rmSync, utimesSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runtimeName, type Session, tempDir } from "./helpers.ts";
+import { onDeno, repoRoot, runtimeName, type Session, tempDir } from "./helpers.ts";
 import { call, connectRoot, layeredTree, writeTree } from "./fixtures/code/harness.ts";
 
 interface Radius {
@@ -106,7 +106,12 @@ describe(`code graph on a generated tree (${runtimeName})`, () => {
   const progress: { progress: number; total?: number; message?: string }[] = [];
   let cold: Radius;
 
+  const codeCache = path.join(repoRoot, "node_modules/.cache/warden");
+  const warmCaches = () => existsSync(codeCache) ? readdirSync(codeCache).filter((f) => f.endsWith(".warm.v8")) : [];
+
   before(async () => {
+    // So that the build below has to write it again (node); a process loading it meanwhile has read it already.
+    for (const file of warmCaches()) rmSync(path.join(codeCache, file), { force: true });
     work = tempDir("warden-code-tree-");
     writeTree(work.dir, tree.files);
     writeTree(work.dir, [
@@ -133,6 +138,16 @@ describe(`code graph on a generated tree (${runtimeName})`, () => {
     assert.deepEqual(progress.map((p) => p.total), progress.map(() => 360));
     assert.match(progress[0].message ?? "", /^parsed \d+ of 360 modules$/);
   });
+
+  if (!onDeno) {
+    it("keeps TypeScript's compiled code again once a build has run it (node)", async () => {
+      // Written right after the cold answer; the next call is answered after that.
+      await call<Radius>(session, "code_blast_radius", { module: "src/l0/m1.ts" });
+      assert.deepEqual(warmCaches().map((f) => f.replace(/-[0-9a-f]{16}\./, "-<key>.")), [
+        "typescript.js-<key>.warm.v8",
+      ]);
+    });
+  }
 
   it("finds exactly the dependents known by construction, with their depth", async () => {
     const targets = ["src/l0/m0.ts", "src/l0/m17.ts", "src/l1/m5.ts", "src/l2/m33.ts", "src/l3/m8.ts", "src/l5/m1.ts"];

@@ -387,6 +387,8 @@ export function denoPlatform(): Platform {
       const require = createRequire(import.meta.url);
       return createRequire(require.resolve(via))(specifier);
     },
+    // deno keeps its own code cache for modules; there is nothing to refresh here.
+    dependenciesWarm() {},
     // Plain JS: WebCrypto's digest is async, and node:crypto would load deno's node layer.
     sha256Hex: (text: string) => sha256Sync(text),
     async resolveHost(host: string) {

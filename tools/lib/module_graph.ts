@@ -11,7 +11,7 @@ import { isModuleFile, type ModuleSummary, summarizeModule } from "./module_summ
 import { markWorkspaces, type PackageInfo, parsePackage } from "./packages.ts";
 import { type Resolution, Resolver } from "./resolver.ts";
 import { type ConfigSet, isConfigFile, loadConfigs } from "./tsconfig.ts";
-import { loadTypeScript, type TsApi } from "../../core/typescript.ts";
+import { loadTypeScript, type TsApi, typeScriptWarm } from "../../core/typescript.ts";
 import { joinRel, parentDir, VirtualFs, type Wanted } from "./virtual_fs.ts";
 
 /** One module of the graph. */
@@ -76,6 +76,8 @@ const MAX_MODULE_BYTES = 4 * 1024 * 1024;
  * platforms, so when parsing this bounds how many texts wait for the parser.
  */
 const CONCURRENCY = 48;
+/** Modules parsed in one build after which TypeScript's compiled code is worth keeping (see typeScriptWarm). */
+const WARM_PARSES = 100;
 /** Items between two yields to the event loop in a long loop. */
 const YIELD_EVERY = 64;
 /**
@@ -453,6 +455,8 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     return { ...old.graph, build, memo: old.graph.memo };
   }
   const graph = makeGraph(root, snapshot, modules, build);
+  // Enough parsing to have compiled most of TypeScript's parser: worth keeping for the next process.
+  if (parsedNow >= WARM_PARSES) typeScriptWarm();
   snapshot.graph = graph;
   state.snapshot = snapshot;
   if (!signal.aborted) {
