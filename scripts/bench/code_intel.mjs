@@ -456,32 +456,25 @@ for (const spec of flags.packages.split(",").filter(Boolean)) trees.push(prepare
 const rows = { radius: [], dead: [], accuracy: [] };
 const notes = [];
 for (const tree of trees) {
-  note(`bench: ${tree.name}: madge ...`);
+  // Rounds: madge, knip, then warden on each runtime, so that every tool sees the machine as loaded as the others
+  // (in blocks, a busy minute would fall on one tool only).
   const madgeRuns = [];
-  for (let i = 0; i < flags.runs; i++) {
-    madgeRuns.push(await runMeasured(process.execPath, madgeArgs(tree.dir), tree.dir));
-  }
-  if (madgeRuns[0].code !== 0) fail(`madge failed on ${tree.name}: ${madgeRuns[0].stderr.slice(0, 500)}`);
-  const target = tree.truth?.target ?? madgeDependents(madgeRuns[0].stdout, "").top;
-  const madge = madgeDependents(madgeRuns[0].stdout, target);
-
-  note(`bench: ${tree.name}: knip ...`);
   const knipRuns = [];
-  for (let i = 0; i < flags.runs; i++) knipRuns.push(await runMeasured(process.execPath, knipArgs(), tree.dir));
-  if (!knipRuns[0].stdout.trim().startsWith("{")) {
-    fail(`knip failed on ${tree.name}: ${knipRuns[0].stderr.slice(0, 500)}`);
-  }
-  const knip = knipFindings(knipRuns[0].stdout);
-
-  const madgeMs = median(madgeRuns.map((r) => r.ms));
-  const knipMs = median(knipRuns.map((r) => r.ms));
-  for (const runtime of runtimes) {
-    note(`bench: ${tree.name}: warden on ${runtime} ...`);
-    const radiusRuns = [];
-    const deadRuns = [];
-    for (let i = 0; i < flags.runs; i++) {
+  const radiusByRuntime = new Map(runtimes.map((runtime) => [runtime, []]));
+  const deadByRuntime = new Map(runtimes.map((runtime) => [runtime, []]));
+  let target;
+  for (let i = 0; i < flags.runs; i++) {
+    note(`bench: ${tree.name}: round ${i + 1} of ${flags.runs}: madge, knip, warden on ${runtimes.join(" and ")} ...`);
+    madgeRuns.push(await runMeasured(process.execPath, madgeArgs(tree.dir), tree.dir));
+    if (madgeRuns[0].code !== 0) fail(`madge failed on ${tree.name}: ${madgeRuns[0].stderr.slice(0, 500)}`);
+    target ??= tree.truth?.target ?? madgeDependents(madgeRuns[0].stdout, "").top;
+    knipRuns.push(await runMeasured(process.execPath, knipArgs(), tree.dir));
+    if (!knipRuns[0].stdout.trim().startsWith("{")) {
+      fail(`knip failed on ${tree.name}: ${knipRuns[0].stderr.slice(0, 500)}`);
+    }
+    for (const runtime of runtimes) {
       // One process: the cold query builds the graph; the warm ones answer from it (another module each time).
-      radiusRuns.push(
+      radiusByRuntime.get(runtime).push(
         await wardenSession(runtime, tree.dir, [
           ["code_blast_radius", { module: target, limit: 100000 }],
           ["code_blast_radius", { module: target, limit: 100000 }],
@@ -490,7 +483,7 @@ for (const tree of trees) {
         ]),
       );
       // Timed at the default limit (1,000 findings), as an agent calls it; the full lists come last, for the comparison.
-      deadRuns.push(
+      deadByRuntime.get(runtime).push(
         await wardenSession(runtime, tree.dir, [
           ["code_dead_exports", {}],
           ["code_dead_exports", {}],
@@ -498,6 +491,14 @@ for (const tree of trees) {
         ]),
       );
     }
+  }
+  const madge = madgeDependents(madgeRuns[0].stdout, target);
+  const knip = knipFindings(knipRuns[0].stdout);
+  const madgeMs = median(madgeRuns.map((r) => r.ms));
+  const knipMs = median(knipRuns.map((r) => r.ms));
+  for (const runtime of runtimes) {
+    const radiusRuns = radiusByRuntime.get(runtime);
+    const deadRuns = deadByRuntime.get(runtime);
     const cold = median(radiusRuns.map((r) => r.results[0].ms));
     const coldSpawn = median(radiusRuns.map((r) => r.results[0].sinceSpawn));
     const warm = median(radiusRuns.flatMap((r) => [r.results[1].ms, r.results[2].ms, r.results[3].ms]));
