@@ -1,7 +1,7 @@
 // ctx.fs confinement: reads, lists and globs stay inside the configured roots,
 // whatever path a tool is handed. Driven through a fixture tool over MCP.
 import assert from "node:assert/strict";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
@@ -190,6 +190,36 @@ describe(`root confinement (${runtimeName})`, () => {
       null,
     ]);
     assert.ok(batch.every((b: { mtimeMs: number } | null) => b === null || b.mtimeMs > 0));
+  });
+
+  it("stats thousands of paths at once (two threads) as it does a few", async () => {
+    // Above lstat_many.ts's PARALLEL_FROM (1,024), a helper thread takes part of the list; the odd paths among the
+    // plain ones (a symlink, a missing file, one leading out, one through a symlinked directory) must still go the
+    // slow way, wherever they fall in the chunks.
+    mkdirSync(path.join(rootDir, "many"), { recursive: true });
+    const plain = Array.from({ length: 1500 }, (_, i) => `many/f${i}.txt`);
+    for (const [i, file] of plain.entries()) writeFileSync(path.join(rootDir, file), "x".repeat(i % 97));
+    const odd = ["src/alias.ts", "src/none.ts", "../secret.txt", "src/inner-link/b.ts", "src/escape.ts", "many"];
+    const paths = [...plain];
+    for (const [k, p] of odd.entries()) paths.splice(k * 251, 0, p);
+    const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths })));
+    assert.equal(batch.length, paths.length);
+    for (const [i, p] of paths.entries()) {
+      if (!plain.includes(p)) continue;
+      const n = Number(p.slice("many/f".length, -".txt".length));
+      const info = lstatSync(path.join(rootDir, p));
+      assert.deepEqual(batch[i], { path: p, kind: "file", size: n % 97, mtimeMs: info.mtimeMs }, p);
+    }
+    for (const p of odd) {
+      const one = await call({ op: "stat", path: p });
+      const expected = one.isError ? null : JSON.parse(textOf(one));
+      const got = batch[paths.indexOf(p)];
+      assert.deepEqual(got && { path: got.path, kind: got.kind, size: got.size }, expected, p);
+    }
+    assert.deepEqual(
+      odd.map((p) => batch[paths.indexOf(p)]?.kind ?? null),
+      ["file", null, null, "file", null, "directory"],
+    );
   });
 
   it("refuses to start with a root that does not exist, naming it", async () => {

@@ -1,6 +1,7 @@
 // The deno adapter of Platform, on Deno's own APIs: it keeps node's
 // compatibility layer out of the startup path.
 import { sha256Sync } from "../sha256.ts";
+import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
 import type {
   ChildProcessHandle,
   FileStat,
@@ -320,6 +321,22 @@ export function denoPlatform(): Platform {
       realPath: (p: string) => withCode(() => Promise.resolve(Deno.realPathSync(p))),
       stat: (p: string) => withCode(async () => toStat(await Deno.stat(p))),
       lstat: (p: string) => withCode(async () => toStat(await Deno.lstat(p))),
+      lstatMany: makeLstatMany(
+        `function lstatInto(path, out, at) {
+          let info;
+          try {
+            info = Deno.lstatSync(path);
+          } catch {
+            out[at] = ${LSTAT_MISSING};
+            return;
+          }
+          out[at] = info.isSymlink ? ${LSTAT_SYMLINK} : info.isFile ? ${LSTAT_FILE}
+            : info.isDirectory ? ${LSTAT_DIRECTORY} : ${LSTAT_OTHER};
+          out[at + 1] = info.size;
+          out[at + 2] = info.mtime ? info.mtime.getTime() : 0;
+        }`,
+        undefined,
+      ),
       lstatSync(p: string) {
         try {
           return toStat(Deno.lstatSync(p));

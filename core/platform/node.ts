@@ -23,6 +23,7 @@ import { tmpdir } from "node:os";
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import Module, { createRequire } from "node:module";
 import { Script } from "node:vm";
+import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
 import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -326,6 +327,28 @@ export function nodePlatform(): Platform {
       realPath: (p: string) => new Promise<string>((resolve) => resolve(realpathSync.native(p))),
       stat: async (p: string) => toStat(await stat(p)),
       lstat: async (p: string) => toStat(await lstat(p)),
+      lstatMany: makeLstatMany(
+        `(() => {
+          const { lstatSync } = require("node:fs");
+          return function lstatInto(path, out, at) {
+            let info;
+            try {
+              info = lstatSync(path, { throwIfNoEntry: false });
+            } catch {
+              info = undefined;
+            }
+            if (!info) {
+              out[at] = ${LSTAT_MISSING};
+              return;
+            }
+            out[at] = info.isSymbolicLink() ? ${LSTAT_SYMLINK} : info.isFile() ? ${LSTAT_FILE}
+              : info.isDirectory() ? ${LSTAT_DIRECTORY} : ${LSTAT_OTHER};
+            out[at + 1] = info.size;
+            out[at + 2] = info.mtimeMs;
+          };
+        })()`,
+        createRequire(import.meta.url),
+      ),
       lstatSync(p: string) {
         try {
           const info = lstatSync(p, { throwIfNoEntry: false });

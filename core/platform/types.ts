@@ -4,6 +4,7 @@
 // node:fs and node:process polyfills cost deno ~40 ms of a ~60 ms start).
 
 /** Which JavaScript runtime is executing warden. */
+import type { LstatMany } from "./lstat_many.ts";
 export type RuntimeName = "node" | "deno";
 
 /** Name and version of the running runtime, and the binary that runs it. */
@@ -49,6 +50,8 @@ export interface PlatformFs {
    * µs each instead of a promise and a thread hop.
    */
   lstatSync(path: string): FileStat | null;
+  /** lstat of many paths at once, on two threads when there are enough (see lstat_many.ts). */
+  lstatMany: LstatMany;
   readDir(path: string): Promise<PlatformDirEntry[]>;
   /** Reads `path` only if it is a regular file (a symlink is refused) of at most `maxBytes`. */
   readRegularFile(path: string, maxBytes: number): Promise<RegularFileRead>;
