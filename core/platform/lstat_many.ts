@@ -63,7 +63,8 @@ export function makeLstatMany(
     }).catch(() => undefined);
 
   return async (paths) => {
-    const counter = new Int32Array(new SharedArrayBuffer(4));
+    // [0]: the next path to take; [1]: how many paths are done.
+    const counter = new Int32Array(new SharedArrayBuffer(8));
     const out = new Float64Array(new SharedArrayBuffer(Math.max(1, paths.length) * LSTAT_FIELDS * 8));
     const worker = paths.length >= PARALLEL_FROM ? await start() : undefined;
     let done: Promise<void> | undefined;
@@ -76,7 +77,9 @@ export function makeLstatMany(
       sent = paths;
     }
     takeChunks(counter, paths, out, lstatInto);
-    if (done) await done;
+    // The helper's answer is awaited only while it is inside a chunk: one still starting (its first batch) or busy
+    // elsewhere has taken none, and this thread need not wait for it to say so.
+    if (done && Atomics.load(counter, 1) < paths.length) await done;
     for (let i = 0; i < paths.length; i++) if (out[i * LSTAT_FIELDS] === 0) lstatInto(paths[i], out, i * LSTAT_FIELDS);
     return out;
   };
@@ -90,6 +93,7 @@ function takeChunks(counter: Int32Array, paths: readonly string[], out: Float64A
     if (start >= paths.length) return;
     const end = Math.min(start + CHUNK, paths.length);
     for (let i = start; i < end; i++) lstatInto(paths[i], out, i * LSTAT_FIELDS);
+    Atomics.add(counter, 1, end - start);
   }
 }
 
@@ -106,6 +110,7 @@ parentPort.on("message", ({ id, counter, out, paths: list }) => {
     if (start >= paths.length) break;
     const end = Math.min(start + ${CHUNK}, paths.length);
     for (let i = start; i < end; i++) lstatInto(paths[i], results, i * ${LSTAT_FIELDS});
+    Atomics.add(shared, 1, end - start);
   }
   parentPort.postMessage(id);
 });
