@@ -3,14 +3,15 @@
 // that is ~11 ms of system calls and permission checks, most of a warm
 // answer. Above PARALLEL_FROM paths, a helper thread takes chunks of the list
 // from a shared counter while this thread does the same, both writing into a
-// shared array; a helper that is slow or busy elsewhere only leaves more
-// chunks to this thread. node:worker_threads on both runtimes: unlike a web
-// Worker on deno, it can be told not to keep the process alive.
+// shared array and flagging each chunk done. This thread never waits: a chunk
+// the helper has not finished (it is starting, or off the CPU of a busy
+// machine) is done again here. node:worker_threads on both runtimes: unlike a
+// web Worker on deno, it can be told not to keep the process alive.
 import type { Worker } from "node:worker_threads";
 
 /** What an lstat writes per path: a kind, the size, the mtime in ms. */
 export const LSTAT_FIELDS = 3;
-/** Kinds. 0 is "not done", so that paths a failed helper left undone are seen and done here. */
+/** Kinds (0 is never written). */
 export const LSTAT_FILE = 1;
 export const LSTAT_DIRECTORY = 2;
 export const LSTAT_SYMLINK = 3;
@@ -39,22 +40,17 @@ export function makeLstatMany(
   let helper: Promise<Worker | undefined> | undefined;
   /** The list the helper holds: a batch with the same one does not send it again (a warm check stats the same). */
   let sent: readonly string[] | undefined;
-  const waiting = new Map<number, () => void>();
-  let nextId = 0;
+  /** Batches the helper has not answered: while there are any it keeps the process alive, else not. */
+  let pending = 0;
   const stopUsing = () => {
     helper = Promise.resolve(undefined);
     sent = undefined;
-    for (const resolve of waiting.values()) resolve();
-    waiting.clear();
   };
   const start = () =>
     helper ??= import("node:worker_threads").then(({ Worker }) => {
       const worker = new Worker(`const lstatInto = ${lstatIntoSource};\n${HELPER_LOOP}`, { eval: true });
-      worker.on("message", (id: number) => {
-        waiting.get(id)?.();
-        waiting.delete(id);
-        // Idle, the helper must not keep the process alive; busy, it must (or an awaited batch ends the process).
-        if (waiting.size === 0) worker.unref();
+      worker.on("message", () => {
+        if (--pending === 0) worker.unref();
       });
       worker.on("error", stopUsing);
       worker.on("exit", stopUsing);
@@ -63,37 +59,44 @@ export function makeLstatMany(
     }).catch(() => undefined);
 
   return async (paths) => {
-    // [0]: the next path to take; [1]: how many paths are done.
-    const counter = new Int32Array(new SharedArrayBuffer(8));
+    const chunks = Math.ceil(paths.length / CHUNK);
+    // [0]: the next path to take; [1 + c]: 1 once chunk c is written.
+    const state = new Int32Array(new SharedArrayBuffer(4 * (1 + chunks)));
     const out = new Float64Array(new SharedArrayBuffer(Math.max(1, paths.length) * LSTAT_FIELDS * 8));
     const worker = paths.length >= PARALLEL_FROM ? await start() : undefined;
-    let done: Promise<void> | undefined;
     if (worker) {
-      const id = nextId++;
       const same = sent !== undefined && sent.length === paths.length && sent.every((path, i) => path === paths[i]);
-      done = new Promise((resolve) => waiting.set(id, resolve));
-      worker.ref();
-      worker.postMessage({ id, counter: counter.buffer, out: out.buffer, paths: same ? undefined : paths });
+      if (pending++ === 0) worker.ref();
+      worker.postMessage({ state: state.buffer, out: out.buffer, paths: same ? undefined : paths });
       sent = paths;
     }
-    takeChunks(counter, paths, out, lstatInto);
-    // The helper's answer is awaited only while it is inside a chunk: one still starting (its first batch) or busy
-    // elsewhere has taken none, and this thread need not wait for it to say so.
-    if (done && Atomics.load(counter, 1) < paths.length) await done;
-    for (let i = 0; i < paths.length; i++) if (out[i * LSTAT_FIELDS] === 0) lstatInto(paths[i], out, i * LSTAT_FIELDS);
-    return out;
+    takeChunks(state, paths, out, lstatInto);
+    if (!worker) return out;
+    // Never wait for the helper: a chunk it has not finished (it may be starting, or off the CPU on a busy machine) is
+    // done again here, into this thread's own copy of the results, so that its late writes cannot mix in.
+    const results = new Float64Array(out.length);
+    for (let c = 0; c < chunks; c++) {
+      const from = c * CHUNK;
+      const to = Math.min(from + CHUNK, paths.length);
+      if (Atomics.load(state, 1 + c) === 1) {
+        results.set(out.subarray(from * LSTAT_FIELDS, to * LSTAT_FIELDS), from * LSTAT_FIELDS);
+      } else {
+        for (let i = from; i < to; i++) lstatInto(paths[i], results, i * LSTAT_FIELDS);
+      }
+    }
+    return results;
   };
 }
 
 type LstatInto = (path: string, out: Float64Array, at: number) => void;
 
-function takeChunks(counter: Int32Array, paths: readonly string[], out: Float64Array, lstatInto: LstatInto): void {
+function takeChunks(state: Int32Array, paths: readonly string[], out: Float64Array, lstatInto: LstatInto): void {
   for (;;) {
-    const start = Atomics.add(counter, 0, CHUNK);
+    const start = Atomics.add(state, 0, CHUNK);
     if (start >= paths.length) return;
     const end = Math.min(start + CHUNK, paths.length);
     for (let i = start; i < end; i++) lstatInto(paths[i], out, i * LSTAT_FIELDS);
-    Atomics.add(counter, 1, end - start);
+    Atomics.store(state, 1 + start / CHUNK, 1);
   }
 }
 
@@ -101,17 +104,17 @@ function takeChunks(counter: Int32Array, paths: readonly string[], out: Float64A
 const HELPER_LOOP = `
 const { parentPort } = require("node:worker_threads");
 let paths = [];
-parentPort.on("message", ({ id, counter, out, paths: list }) => {
+parentPort.on("message", ({ state, out, paths: list }) => {
   if (list) paths = list;
-  const shared = new Int32Array(counter);
+  const shared = new Int32Array(state);
   const results = new Float64Array(out);
   for (;;) {
     const start = Atomics.add(shared, 0, ${CHUNK});
     if (start >= paths.length) break;
     const end = Math.min(start + ${CHUNK}, paths.length);
     for (let i = start; i < end; i++) lstatInto(paths[i], results, i * ${LSTAT_FIELDS});
-    Atomics.add(shared, 1, end - start);
+    Atomics.store(shared, 1 + start / ${CHUNK}, 1);
   }
-  parentPort.postMessage(id);
+  parentPort.postMessage(0);
 });
 `;
