@@ -77,7 +77,7 @@ function readRegularFile(file: string, maxBytes: number): RegularFileRead {
 }
 
 /** Scripts whose code cache was written (or read) before their functions ran: kept again once they have. */
-const coldCaches: { script: Script; cacheFile: string }[] = [];
+const coldCaches: { script: Script; cacheFile: string; replaces: string }[] = [];
 
 /**
  * Runs a CommonJS file as require would, with V8's code cache kept in
@@ -121,7 +121,7 @@ function requireWithCodeCache(file: string): unknown {
     path.dirname(file),
   );
   if (cachedData === undefined || script.cachedDataRejected) writeCodeCache(cacheFile, script.createCachedData());
-  if (!warm || script.cachedDataRejected) coldCaches.push({ script, cacheFile: warmFile });
+  if (!warm || script.cachedDataRejected) coldCaches.push({ script, cacheFile: warmFile, replaces: cacheFile });
   return module.exports;
 }
 
@@ -422,12 +422,13 @@ export function nodePlatform(): Platform {
       // After the answer being computed now is written (serializing a compiler's code takes tens of ms), and at
       // once: a server whose client closes it after that answer exits before an asynchronous write would end.
       setImmediate(() => {
-        for (const { script, cacheFile } of coldCaches.splice(0)) {
+        for (const { script, cacheFile, replaces } of coldCaches.splice(0)) {
           const temporary = `${cacheFile}.${process.pid}.tmp`;
           try {
             mkdirSync(path.dirname(cacheFile), { recursive: true });
             writeFileSync(temporary, script.createCachedData());
             renameSync(temporary, cacheFile);
+            rmSync(replaces, { force: true }); // never read again once the warm one is there
           } catch {
             rmSync(temporary, { force: true });
           }
