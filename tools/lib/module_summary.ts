@@ -488,8 +488,8 @@ function summarizeTree(
     ts.forEachChild(node, visit);
     stack.pop();
   };
-  // (An outline is only used for texts without these.)
-  if (/\b(?:import|require)\s*\(/.test(text)) visit(wholeTree());
+  // An outline (`read` is its uses) is only made of texts without these.
+  if (read === undefined && /\b(?:import|require)\s*\(/.test(text)) visit(wholeTree());
   const importRanges: [number, number][] = sf.statements
     .filter((st) => ts.isImportDeclaration(st) || ts.isImportEqualsDeclaration(st))
     .map((st): [number, number] => [at(st.pos), at(st.end)])
@@ -645,6 +645,17 @@ const MEMBER_READ = /\s*\??\.\s*([\w$]+)|\s*\[\s*(["'`])([^"'`]*)\2\s*\]/y;
 function wordPositions(text: string, names: ReadonlySet<string>): Map<string, number[]> {
   const found = new Map<string, number[]>();
   if (names.size === 0) return found;
+  if (names.size <= FEW_NAMES) {
+    // A native search per name beats a character loop over the text while the names are few (a test file's).
+    for (const name of names) {
+      const list: number[] = [];
+      for (let at = text.indexOf(name); at !== -1; at = text.indexOf(name, at + name.length)) {
+        if (!isWordCode(text.charCodeAt(at - 1)) && !isWordCode(text.charCodeAt(at + name.length))) list.push(at);
+      }
+      if (list.length > 0) found.set(name, list);
+    }
+    return found;
+  }
   let shortest = Infinity;
   let longest = 0;
   for (const name of names) {
@@ -669,6 +680,9 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
   }
   return found;
 }
+
+/** Up to this many names, wordPositions searches for each; beyond, it reads the text's words once. */
+const FEW_NAMES = 8;
 
 function isWordCode(code: number): boolean {
   return (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 95 ||
