@@ -92,6 +92,23 @@ const YIELD_EVERY = 64;
 function racyMargin(state: RootState): number {
   return state.fineClock ? 50 : 2000;
 }
+/** Whether a stamp can be trusted for what was read or listed at `time`: its change was a while (`margin`) before. */
+function changedBefore(stamp: Stamp, time: number, margin: number): boolean {
+  return stamp.mtimeMs < time - margin;
+}
+
+/**
+ * Settles the mtime of a module read without a trusted stamp, when `stamp` (taken after the read) shows the same
+ * size and a change older than the read; true when it did.
+ */
+function settleRead(known: Parsed, stamp: Stamp, margin: number): boolean {
+  if (!Number.isNaN(known.mtimeMs) || stamp.size !== known.size || !changedBefore(stamp, known.readAt, margin)) {
+    return false;
+  }
+  known.mtimeMs = stamp.mtimeMs;
+  return true;
+}
+
 /** Directories never listed: installed dependencies and package-manager stores. */
 const LIST_IGNORE = ["**/node_modules/**", "**/.yarn/**", "**/.pnpm-store/**"];
 
@@ -237,15 +254,13 @@ async function settle(ctx: ReadContext, root: string, state: RootState, snapshot
     const dirs = new Map(snapshot.dirs);
     for (const [dir, mtime] of dirs) {
       const stamp = stamps.get(dir);
-      if (mtime === null && stamp && stamp.mtimeMs < snapshot.listedAt - margin) dirs.set(dir, stamp.mtimeMs);
+      if (mtime === null && stamp && changedBefore(stamp, snapshot.listedAt, margin)) dirs.set(dir, stamp.mtimeMs);
     }
     settled = { ...snapshot, dirs };
   }
   for (const [file, parsed] of state.parsed) {
     const stamp = stamps.get(file);
-    if (Number.isNaN(parsed.mtimeMs) && stamp?.size === parsed.size && stamp.mtimeMs < parsed.readAt - margin) {
-      parsed.mtimeMs = stamp.mtimeMs;
-    }
+    if (stamp) settleRead(parsed, stamp, margin);
   }
   state.verified = verify(settled, state, stamps);
   return settled;
@@ -309,7 +324,7 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     for (const [dir, mtime] of old.dirs) {
       const now = stamps.get(dir);
       if (!now) relist = true;
-      else if (mtime === null && now.mtimeMs < old.listedAt - margin) settled.set(dir, now.mtimeMs);
+      else if (mtime === null && changedBefore(now, old.listedAt, margin)) settled.set(dir, now.mtimeMs);
       else if (mtime === null || now.mtimeMs !== mtime) relist = true;
       else settled.set(dir, mtime);
     }
@@ -328,7 +343,7 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     const fresh = new Map<string, number | null>();
     for (const dir of new VirtualFs(files).directories) {
       const stamp = stamps.get(dir);
-      fresh.set(dir, stamp && stamp.mtimeMs < listedAt - margin ? stamp.mtimeMs : null);
+      fresh.set(dir, stamp && changedBefore(stamp, listedAt, margin) ? stamp.mtimeMs : null);
     }
     dirs = fresh;
   }
@@ -362,13 +377,8 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     const known = state.parsed.get(file);
     const stamp = stamps.get(file);
     if (!known || !stamp || stamp.size !== known.size) return false;
-    if (stamp.mtimeMs === known.mtimeMs) return true;
     // Read without a stat (or too soon after a change): the stat settles it if the change is older than the read.
-    if (Number.isNaN(known.mtimeMs) && stamp.mtimeMs < known.readAt - margin) {
-      known.mtimeMs = stamp.mtimeMs;
-      return true;
-    }
-    return false;
+    return stamp.mtimeMs === known.mtimeMs || settleRead(known, stamp, margin);
   };
   // Nothing added, removed, reconfigured or edited: the last graph is this one.
   if (old?.graph && snapshot.resolver === old.resolver && sameFiles && [...state.parsed.keys()].every(current)) {
@@ -490,7 +500,7 @@ async function parseFile(
       : "the file could not be read";
     return { size: stamp?.size ?? -1, mtimeMs: stamp?.mtimeMs ?? NaN, readAt, unreadable: reason };
   }
-  const settled = stamp && stamp.size === bytes.length && stamp.mtimeMs < readAt - margin;
+  const settled = stamp && stamp.size === bytes.length && changedBefore(stamp, readAt, margin);
   const base = { size: bytes.length, mtimeMs: settled ? stamp.mtimeMs : NaN, readAt };
   try {
     return { ...base, summary: summarizeModule(ts, file, new TextDecoder().decode(bytes)) };
