@@ -4,7 +4,7 @@
 // The syntax tree is dropped after this: the module graph keeps summaries only.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
-import { isKeywordName, outlineOf, tokenUsage, type Usage, usageFrom, type Use } from "./outline.ts";
+import { isKeywordName, lastAtOrBelow, outlineOf, tokenUsage, type Usage, usageFrom, type Use } from "./outline.ts";
 
 /** How a module names another. */
 export type ImportKind =
@@ -192,7 +192,7 @@ function summarizeTree(
 ): ModuleSummary {
   const SK = ts.SyntaxKind;
   let starts: number[] | undefined;
-  const lineAt = (position: number): number => lineOfPosition(starts ??= lineStarts(text), at(position));
+  const lineAt = (position: number): number => lastAtOrBelow(starts ??= lineStarts(text), at(position)) + 1;
   const lineOf = (node: TS.Node) => lineAt(node.getStart(sf));
   const imports: {
     specifier: string;
@@ -524,8 +524,8 @@ function summarizeTree(
     // from the whole tree; the same either way for an outline and a whole tree, so that both summarize a module alike.
     const skip = (position: number) =>
       declared.includes(position) || importRanges.some(([start, end]) => position >= start && position < end);
-    const tokensWill = kind === ts.ScriptKind.TS && [...suspects].every((name) => !isKeywordName(ts, name));
-    const found = !tokensWill
+    const fromTokens = kind === ts.ScriptKind.TS && [...suspects].every((name) => !isKeywordName(ts, name));
+    const found = !fromTokens
       ? undefined
       : read && [...suspects].every((name) => read.of.has(name))
       ? usageFrom(read.uses, suspects, skip)
@@ -591,18 +591,6 @@ function lineStarts(text: string): number[] {
     if (code === 10 || code === 13 || code === 0x2028 || code === 0x2029) starts.push(at + 1);
   }
   return starts;
-}
-
-/** The 1-based line of `position`, given the line starts. */
-function lineOfPosition(starts: readonly number[], position: number): number {
-  let low = 0;
-  let high = starts.length - 1;
-  while (low < high) {
-    const middle = (low + high + 1) >> 1;
-    if (starts[middle] <= position) low = middle;
-    else high = middle - 1;
-  }
-  return low + 1;
 }
 
 /**

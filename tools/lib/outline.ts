@@ -121,16 +121,7 @@ export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>):
   return {
     uses,
     text: parts.join(""),
-    at: (position) => {
-      let low = 0;
-      let high = from.length - 1;
-      while (low < high) {
-        const middle = (low + high + 1) >> 1;
-        if (from[middle] <= position) low = middle;
-        else high = middle - 1;
-      }
-      return position + shift[low];
-    },
+    at: (position) => position + shift[lastAtOrBelow(from, position)],
   };
 }
 
@@ -221,6 +212,18 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
   if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) return undefined;
   if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) return undefined; // `static ns =`
   return member === undefined ? { at, name } : { at, name, member };
+}
+
+/** The index of the last of `sorted` (ascending, `sorted[0]` ≤ `value`) that is at most `value`. */
+export function lastAtOrBelow(sorted: readonly number[], value: number): number {
+  let low = 0;
+  let high = sorted.length - 1;
+  while (low < high) {
+    const middle = (low + high + 1) >> 1;
+    if (sorted[middle] <= value) low = middle;
+    else high = middle - 1;
+  }
+  return low;
 }
 
 /** Whether the scanner reads `name` as a keyword (`number`, `type`, `assert`…) rather than an identifier. */
@@ -390,6 +393,15 @@ function scanTables(ts: TsApi): ScanTables {
   openerOf[SK.CloseBraceToken] = SK.OpenBraceToken;
   openerOf[SK.CloseBracketToken] = SK.OpenBracketToken;
   openerOf[SK.CloseParenToken] = SK.OpenParenToken;
+  const modifiers = [
+    SK.StaticKeyword,
+    SK.PublicKeyword,
+    SK.PrivateKeyword,
+    SK.ProtectedKeyword,
+    SK.OverrideKeyword,
+    SK.AbstractKeyword,
+    SK.ReadonlyKeyword,
+  ];
   const tables: ScanTables = {
     regexMayFollow,
     action,
@@ -442,13 +454,7 @@ function scanTables(ts: TsApi): ScanTables {
       SK.BreakKeyword,
       SK.ContinueKeyword,
       // A modifier: a member being declared.
-      SK.StaticKeyword,
-      SK.PublicKeyword,
-      SK.PrivateKeyword,
-      SK.ProtectedKeyword,
-      SK.OverrideKeyword,
-      SK.AbstractKeyword,
-      SK.ReadonlyKeyword,
+      ...modifiers,
       SK.DeclareKeyword,
       SK.AccessorKeyword,
     ]),
@@ -460,13 +466,7 @@ function scanTables(ts: TsApi): ScanTables {
       SK.SemicolonToken,
       SK.AsteriskToken,
       SK.AsyncKeyword,
-      SK.StaticKeyword,
-      SK.PublicKeyword,
-      SK.PrivateKeyword,
-      SK.ProtectedKeyword,
-      SK.OverrideKeyword,
-      SK.AbstractKeyword,
-      SK.ReadonlyKeyword,
+      ...modifiers,
     ]),
   };
   tablesFor = { ts, tables };
