@@ -379,12 +379,10 @@ class ConfinedFs implements RootFs {
     }
     const stamps = await platform().fs.lstatMany(targets);
     const out: (FileInfo | null)[] = new Array(files.length).fill(null);
-    const settled = new Array<boolean>(files.length).fill(false);
     for (let k = 0; k < plain.length; k++) {
       const kind = stamps[k * LSTAT_FIELDS];
       if (kind === LSTAT_SYMLINK || kind === LSTAT_MISSING) continue;
       const i = plain[k];
-      settled[i] = true;
       out[i] = {
         path: lexical[i]!.display,
         kind: kind === LSTAT_FILE ? "file" : kind === LSTAT_DIRECTORY ? "directory" : "other",
@@ -394,7 +392,7 @@ class ConfinedFs implements RootFs {
     }
     // Anything else (a symlink, a missing file, a path that is not plain) takes `stat`'s full way.
     for (let i = 0; i < files.length; i++) {
-      if (!settled[i] && lexical[i]) out[i] = await this.stat(rootId, files[i]).catch(() => null);
+      if (out[i] === null && lexical[i]) out[i] = await this.stat(rootId, files[i]).catch(() => null);
     }
     return out;
   }

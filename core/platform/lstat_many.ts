@@ -21,7 +21,7 @@ export const LSTAT_MISSING = 5;
 /** Paths taken at once from the shared counter. */
 const CHUNK = 64;
 /** Fewer paths than this are done on this thread alone: a message to the helper and back costs more. */
-export const PARALLEL_FROM = 1024;
+const PARALLEL_FROM = 1024;
 
 /** lstats `paths` into an array of LSTAT_FIELDS numbers per path. */
 export type LstatMany = (paths: readonly string[]) => Promise<Float64Array>;
@@ -36,7 +36,8 @@ export function makeLstatMany(
   lstatIntoSource: string,
   require: ((specifier: string) => unknown) | undefined,
 ): LstatMany {
-  const lstatInto = new Function("require", `return ${lstatIntoSource}`)(require) as LstatInto;
+  // Compiled on first use: a server that never stats a batch does not pay for it at start-up.
+  let lstatInto: LstatInto | undefined;
   let helper: Promise<Worker | undefined> | undefined;
   /** The list the helper holds: a batch with the same one does not send it again (a warm check stats the same). */
   let sent: readonly string[] | undefined;
@@ -59,6 +60,7 @@ export function makeLstatMany(
     }).catch(() => undefined);
 
   return async (paths) => {
+    lstatInto ??= new Function("require", `return ${lstatIntoSource}`)(require) as LstatInto;
     const chunks = Math.ceil(paths.length / CHUNK);
     // [0]: the next path to take; [1 + c]: 1 once chunk c is written.
     const state = new Int32Array(new SharedArrayBuffer(4 * (1 + chunks)));
