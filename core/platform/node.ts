@@ -125,13 +125,20 @@ function requireWithCodeCache(file: string): unknown {
   return module.exports;
 }
 
-/** Writes a code cache file whole (a temporary file renamed), in the background; a failure only costs speed. */
-function writeCodeCache(cacheFile: string, data: Buffer): void {
+/**
+ * Writes a code cache file whole (a temporary file renamed), then removes `replaces` if given; a failure only costs
+ * speed. Synchronous: a few ms once per install, and a server closed right after its answer still keeps it.
+ */
+function writeCodeCache(cacheFile: string, data: Buffer, replaces?: string): void {
   const temporary = `${cacheFile}.${process.pid}.tmp`;
-  void mkdir(path.dirname(cacheFile), { recursive: true })
-    .then(() => writeFile(temporary, data))
-    .then(() => rename(temporary, cacheFile))
-    .catch(() => rm(temporary, { force: true }).catch(() => {}));
+  try {
+    mkdirSync(path.dirname(cacheFile), { recursive: true });
+    writeFileSync(temporary, data);
+    renameSync(temporary, cacheFile);
+    if (replaces) rmSync(replaces, { force: true }); // never read again once this one is there
+  } catch {
+    rmSync(temporary, { force: true });
+  }
 }
 
 /** crypto.hash where node has it (20.12+); a namespace lookup, since a named import would fail to link on 20.0. */
@@ -419,19 +426,10 @@ export function nodePlatform(): Platform {
       }),
     dependenciesWarm() {
       if (coldCaches.length === 0) return;
-      // After the answer being computed now is written (serializing a compiler's code takes tens of ms), and at
-      // once: a server whose client closes it after that answer exits before an asynchronous write would end.
+      // After the answer being computed now is written: serializing a compiler's code takes tens of ms.
       setImmediate(() => {
         for (const { script, cacheFile, replaces } of coldCaches.splice(0)) {
-          const temporary = `${cacheFile}.${process.pid}.tmp`;
-          try {
-            mkdirSync(path.dirname(cacheFile), { recursive: true });
-            writeFileSync(temporary, script.createCachedData());
-            renameSync(temporary, cacheFile);
-            rmSync(replaces, { force: true }); // never read again once the warm one is there
-          } catch {
-            rmSync(temporary, { force: true });
-          }
+          writeCodeCache(cacheFile, script.createCachedData(), replaces);
         }
       });
     },
