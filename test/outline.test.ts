@@ -115,6 +115,35 @@ describe(`outline of a module (${runtimeName})`, () => {
     assert.ok(summary.parseError, "the whole tree reports the error");
   });
 
+  it("gives up on import(), require() and module.exports, not on the words in comments and strings", () => {
+    for (
+      const text of [
+        'export async function load() { return (await import("./m.js")).default; }',
+        'export type T = typeof import("./m.js");',
+        'export const m = import /* why */ ("./m.js");',
+        'export function f() { const { a } = require("./m"); return a; }',
+        "export const x = 1;\nmodule.exports = { x };",
+      ]
+    ) {
+      assert.equal(outlineOf(ts, text), undefined, text);
+      assert.deepEqual(
+        summarizeModule(ts, "src/m.ts", text),
+        summarizeModule(ts, "src/m.ts", text, { outline: false }),
+      );
+    }
+    const dynamic = summarizeModule(ts, "src/m.ts", 'export const m = import /* why */ ("./m.js");');
+    assert.deepEqual(dynamic.imports.map((i) => [i.specifier, i.kind]), [["./m.js", "dynamic"]]);
+    const mentions = [
+      '// longer than require("cuid2").bigLength',
+      'export const s = "import(x) and module.exports";',
+      'export function f() { return `require(${1})`; } /* import("y") */',
+    ].join("\n");
+    assert.ok(outlineOf(ts, mentions), "mentions in comments and strings made the outline give up");
+    const summary = summarizeModule(ts, "src/m.ts", mentions);
+    assert.deepEqual(summary, summarizeModule(ts, "src/m.ts", mentions, { outline: false }));
+    assert.deepEqual(summary.imports, []);
+  });
+
   it("summarizes every TypeScript module of the code fixtures as the whole tree does", () => {
     let outlined = 0;
     const archives = readdirSync(path.join(repoRoot, "test/fixtures/code")).filter((f) => f.endsWith(".txtar"));

@@ -137,14 +137,12 @@ export function summarizeModule(
   { outline: useOutline = true }: { readonly outline?: boolean } = {},
 ): ModuleSummary {
   const kind = scriptKindOf(ts, file);
-  // Most modules need only their outline parsed (see outlineOf); a module whose text has a dynamic import, a
-  // require or a CommonJS export needs the whole tree, and so does one whose outline the parser rejects.
+  // Most modules need only their outline parsed (see outlineOf); a module that calls import() or require() or
+  // assigns module.exports needs the whole tree (outlineOf says so), and so does one whose outline the parser rejects.
   // The namespace imports' uses are read on the way, in case one of them seems to escape (see summarizeTree).
   let watch: Set<string> | undefined;
   for (const match of text.matchAll(NAMESPACE_IMPORT)) (watch ??= new Set()).add(match[1]);
-  const outline = useOutline && kind === ts.ScriptKind.TS && !NEEDS_WHOLE_TREE.test(text)
-    ? outlineOf(ts, text, watch)
-    : undefined;
+  const outline = useOutline && kind === ts.ScriptKind.TS ? outlineOf(ts, text, watch) : undefined;
   if (outline !== undefined) {
     const sf = parse(ts, file, outline.text, kind);
     if (diagnosticsOf(sf).length === 0) {
@@ -156,8 +154,8 @@ export function summarizeModule(
   return summarizeTree(ts, text, kind, sf, (position) => position, () => sf);
 }
 
-/** What makes a module's outline not enough: calls of import() and require(), and CommonJS exports. */
-const NEEDS_WHOLE_TREE = /\b(?:import|require)\s*\(|\bmodule\s*\.\s*exports\b/;
+/** Text that may call import() or require(), comments between the word and `(` included. */
+const CALLS_IMPORT_OR_REQUIRE = /\b(?:import|require)\s*(?:\/\*(?:[^*]|\*(?!\/))*\*\/\s*|\/\/[^\n]*\n\s*)*\(/;
 
 /** `import * as ns`, `import type * as ns`: the local names whose uses an outline reads on the way. */
 const NAMESPACE_IMPORT = /\bimport\s+(?:type\s+)?\*\s*as\s+([A-Za-z_$][\w$]*)/g;
@@ -488,8 +486,8 @@ function summarizeTree(
     ts.forEachChild(node, visit);
     stack.pop();
   };
-  // An outline (`read` is its uses) is only made of texts without these.
-  if (read === undefined && /\b(?:import|require)\s*\(/.test(text)) visit(wholeTree());
+  // An outline (`read` is its uses) is only made of modules without these.
+  if (read === undefined && CALLS_IMPORT_OR_REQUIRE.test(text)) visit(wholeTree());
   const importRanges: [number, number][] = sf.statements
     .filter((st) => ts.isImportDeclaration(st) || ts.isImportEqualsDeclaration(st))
     .map((st): [number, number] => [at(st.pos), at(st.end)])

@@ -38,8 +38,10 @@ export interface Usage {
  * tokens that touch still touch. Kept whole: the blocks after a top-level `import`, `export`, `type`, `,`, `const`,
  * `let` or `var` (import and export lists, destructured declarations), brackets after `const`, `let`, `var` and `,`,
  * and any parenthesized group that is not arguments or parameters, which may be an expression or a type.
- * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error); the caller also
- * drops an outline the parser rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned.
+ * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error), and when the module
+ * calls `import(…)` or `require(…)` or assigns `module.exports` (their specifiers and bindings may sit in what an
+ * outline drops; the words in a comment or a string do not count); the caller also drops an outline the parser
+ * rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned.
  */
 export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>): Outline | undefined {
   const SK = ts.SyntaxKind;
@@ -66,6 +68,10 @@ export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>):
       const use = useAt(ts, tables, tokens);
       if (use) uses.push(use);
     }
+    if (
+      (token === SK.ImportKeyword || token === SK.RequireKeyword || token === SK.ModuleKeyword) &&
+      callsOrExportsAt(ts, scanner, token)
+    ) return undefined;
     const before = tokens.before;
     const depth = tokens.open.length;
     let dropFrom = -1;
@@ -212,6 +218,17 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
   if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) return undefined;
   if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) return undefined; // `static ns =`
   return member === undefined ? { at, name } : { at, name, member };
+}
+
+/** Whether the scanner is on `import(`, `require(` or `module.exports`. */
+function callsOrExportsAt(ts: TsApi, scanner: TS.Scanner, token: TS.SyntaxKind): boolean {
+  const SK = ts.SyntaxKind;
+  if (token === SK.ModuleKeyword) {
+    return scanner.lookAhead(() =>
+      scanner.scan() === SK.DotToken && scanner.scan() === SK.Identifier && scanner.getTokenValue() === "exports"
+    );
+  }
+  return scanner.lookAhead(() => scanner.scan() === SK.OpenParenToken);
 }
 
 /** The index of the last of `sorted` (ascending, `sorted[0]` ≤ `value`) that is at most `value`. */
