@@ -7,6 +7,7 @@
 // then parse the whole text.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
+import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 
 /** A module's text with what the summary does not need left out, and the way back to positions in the text. */
 export interface Outline {
@@ -221,7 +222,7 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
 }
 
 /** Whether the scanner is on `import(`, `require(` or `module.exports`. */
-function callsOrExportsAt(ts: TsApi, scanner: TS.Scanner, token: TS.SyntaxKind): boolean {
+function callsOrExportsAt(ts: TsApi, scanner: TokenScanner, token: TS.SyntaxKind): boolean {
   const SK = ts.SyntaxKind;
   if (token === SK.ModuleKeyword) {
     return scanner.lookAhead(() =>
@@ -252,13 +253,49 @@ function isKeyword(ts: TsApi, kind: TS.SyntaxKind): boolean {
   return kind >= ts.SyntaxKind.FirstKeyword && kind <= ts.SyntaxKind.LastKeyword;
 }
 
+/** A token as TokenReader reads it (see tokenStream). */
+export interface ReadToken {
+  readonly kind: TS.SyntaxKind;
+  readonly start: number;
+  readonly end: number;
+  readonly lineBreakBefore: boolean;
+  readonly value?: string;
+}
+
 /**
- * TypeScript's scanner over a whole text, with what its parser would otherwise decide: a `/` is a regular expression
- * where no expression can end before it, a `}` resumes the template literal whose `${` it closes. Keeps the brackets
- * open, and whether they balanced and the scanner had no complaint.
+ * The tokens of `text` as outlines read them, with TokenScanner or, with `typescript`, TypeScript's own scanner; and
+ * whether the text was read to its end. Tests hold the two equal.
+ */
+export function tokenStream(
+  ts: TsApi,
+  text: string,
+  { typescript = false }: { readonly typescript?: boolean } = {},
+): { tokens: ReadToken[]; complete: boolean } {
+  const SK = ts.SyntaxKind;
+  const tokens = new TokenReader(ts, scanTables(ts), text, typescript);
+  const scanner = tokens.scanner;
+  const out: ReadToken[] = [];
+  for (let kind = tokens.next(); kind !== SK.EndOfFileToken; kind = tokens.next()) {
+    const valued = kind === SK.Identifier || kind === SK.StringLiteral || kind === SK.NoSubstitutionTemplateLiteral ||
+      kind === SK.PrivateIdentifier || isKeyword(ts, kind);
+    out.push({
+      kind,
+      start: scanner.getTokenStart(),
+      end: scanner.getTokenEnd(),
+      lineBreakBefore: scanner.hasPrecedingLineBreak(),
+      ...(valued ? { value: scanner.getTokenValue() } : {}),
+    });
+  }
+  return { tokens: out, complete: tokens.complete };
+}
+
+/**
+ * A scanner over a whole text (TokenScanner, or TypeScript's), with what TypeScript's parser would otherwise decide:
+ * a `/` is a regular expression where no expression can end before it, a `}` resumes the template literal whose `${`
+ * it closes. Keeps the brackets open, and whether they balanced and the scanner had no complaint.
  */
 class TokenReader {
-  readonly scanner: TS.Scanner;
+  readonly scanner: TokenScanner;
   /** The brackets open around the scanner: `{`, `(`, `[`, and TemplateHead for a template's `${`. */
   readonly open: TS.SyntaxKind[] = [];
   /** The token before the current one. */
@@ -269,17 +306,14 @@ class TokenReader {
   readonly #SK: typeof TS.SyntaxKind;
   readonly #tables: ScanTables;
 
-  constructor(ts: TsApi, tables: ScanTables, text: string) {
+  constructor(ts: TsApi, tables: ScanTables, text: string, typescript = false) {
     this.#SK = ts.SyntaxKind;
     this.#tables = tables;
     this.before = this.#current = this.#beforeBefore = ts.SyntaxKind.Unknown;
-    this.scanner = ts.createScanner(
-      ts.ScriptTarget.Latest,
-      true,
-      ts.LanguageVariant.Standard,
-      text,
-      () => (this.#failed = true),
-    );
+    const onError = () => (this.#failed = true);
+    this.scanner = typescript
+      ? ts.createScanner(ts.ScriptTarget.Latest, true, ts.LanguageVariant.Standard, text, onError)
+      : createTokenScanner(ts, text, onError);
   }
 
   /** Whether the text was read to its end with balanced brackets and no scanner error. */

@@ -1,0 +1,107 @@
+// The scanner outlines read modules with (tools/lib/token_scanner.ts) against
+// TypeScript's own, as the outline drives them (tokenStream): the same tokens
+// (kind, position, line break before, value) on every TypeScript and
+// JavaScript file of this repository and of the code fixtures, and on texts
+// written to trip it; where it gives up instead (a word outside ASCII, a
+// merge conflict marker), the summary is read from the whole tree.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { describe, it } from "node:test";
+import type { TsApi } from "../core/typescript.ts";
+import { summarizeModule } from "../tools/lib/module_summary.ts";
+import { outlineOf, tokenStream } from "../tools/lib/outline.ts";
+import { readArchive } from "./fixtures/code/harness.ts";
+import { repoRoot, runtimeName } from "./helpers.ts";
+
+const ts = createRequire(path.join(repoRoot, "package.json"))("@ts-morph/common/dist/typescript.js") as TsApi;
+
+/** Holds TokenScanner's tokens equal to TypeScript's; false when TypeScript's scanner reports an error in `text`. */
+function assertSameTokens(text: string, label: string): boolean {
+  const typescript = tokenStream(ts, text, { typescript: true });
+  if (!typescript.complete) return false;
+  const fast = tokenStream(ts, text);
+  assert.ok(fast.complete, `${label}: the scanner gave up`);
+  assert.deepEqual(fast.tokens, typescript.tokens, label);
+  return true;
+}
+
+const TRICKY: Record<string, string> = {
+  "punctuation, longest first": [
+    "a ??= b ?? c?.d ?.5 : e; f **= g ** h; i >>>= 1; j >= k; l !== m != n; o &&= p || q;",
+    "r ||= s | t & u ^ v ~ w; x <<= y << z <= 1; ...rest; a => b === c == d; e++ + ++f - --g; h %= 2;",
+    "@decorator class K { #private = 1; static #other() {} }",
+  ].join("\n"),
+  numbers: "0, 1_000, 0x1F, 0XfF_ff, 0b1010, 0o17, 1.5, .5, 1e10, 2E-3, 3.e+4, 10n, 0n, 0x1fn, 1..toString(), a[0]",
+  "strings and their values": [
+    String.raw`const a = "a\"b", b = 'it\'s', c = "\x41\u0042\u{43}", d = "line\
+continued", e = 'tab\there';`,
+    "const f = ns[\"member\"], g = ns['other'], h = ns[`tpl`];",
+  ].join("\n"),
+  "templates and regular expressions": [
+    "const t = `a ${b + `c ${d} e`} f ${g}`, u = tag`\\S ${h}`, v = `line\r\nbreak`;",
+    "const r = /[/\\]]+/gi.test(s) ? x / y / z : /a\\/b/u;",
+    "if (/x/.test(s)) {} const q = a! / 2; const w = (1) / 2; return /^}$/;",
+  ].join("\n"),
+  "comments, white space and line breaks": [
+    "#!/usr/bin/env node",
+    "\uFEFFconst a = 1; /* one\n two */ const b = 2; // tail",
+    "const\u00A0c\u2003= 3;\u2028const d = 4;\r\nconst e /* same line */ = 5;",
+    "/** doc */ export function f(): void {}",
+  ].join("\n"),
+};
+
+/** Every .ts, .mts and .mjs file under `dir`. */
+function sources(dir: string, out: string[] = []): string[] {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory() && entry.name !== "node_modules" && entry.name !== "fixtures") sources(file, out);
+    else if (entry.isFile() && /\.(?:ts|mts|mjs)$/.test(entry.name)) out.push(file);
+  }
+  return out;
+}
+
+describe(`the outline's token scanner (${runtimeName})`, () => {
+  for (const [title, text] of Object.entries(TRICKY)) {
+    it(`reads what TypeScript's scanner reads: ${title}`, () => assert.ok(assertSameTokens(text, title)));
+  }
+
+  it("reads what TypeScript's scanner reads on every source file of this repository", () => {
+    const files = ["core", "tools", "test", "scripts", "plugins"].flatMap((dir) => sources(path.join(repoRoot, dir)));
+    const read = files.filter((file) => assertSameTokens(readFileSync(file, "utf8"), path.relative(repoRoot, file)));
+    assert.ok(read.length > 80, `only ${read.length} of ${files.length} files read`);
+  });
+
+  it("reads what TypeScript's scanner reads on every module of the code fixtures", () => {
+    let read = 0;
+    const archives = readdirSync(path.join(repoRoot, "test/fixtures/code")).filter((f) => f.endsWith(".txtar"));
+    for (const archive of archives) {
+      for (const [file, text] of readArchive(archive.replace(/\.txtar$/, "")).files) {
+        if (!/\.(?:ts|mts|cts|js|mjs|cjs)$/.test(file)) continue;
+        if (assertSameTokens(text, `${archive}: ${file}`)) read++;
+      }
+    }
+    assert.ok(read > 50, `only ${read} fixture modules`);
+  });
+
+  it("gives up where it does not read as TypeScript does, and the whole tree is parsed", () => {
+    for (
+      const text of [
+        "export const café = 1;",
+        "export const a = 1;\n<<<<<<< HEAD\nexport const b = 2;\n=======\nexport const b = 3;\n>>>>>>> branch\n",
+        "export const \\u0061b = 1;",
+        "export const n = 017;",
+        "export const s = 'unterminated\n';",
+      ]
+    ) {
+      assert.equal(tokenStream(ts, text).complete, false, text);
+      assert.equal(outlineOf(ts, text), undefined, text);
+      assert.deepEqual(
+        summarizeModule(ts, "src/m.ts", text),
+        summarizeModule(ts, "src/m.ts", text, { outline: false }),
+      );
+    }
+    assert.deepEqual(summarizeModule(ts, "src/m.ts", "export const café = 1;").exports.map((e) => e.name), ["café"]);
+  });
+});
