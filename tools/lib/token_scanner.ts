@@ -35,23 +35,94 @@ for (let c = 0; c < 128; c++) {
   else if (/[0-9]/.test(ch)) CHARS[c] = WORD_PART;
 }
 
-/** The kinds TokenScanner returns, read once from the TypeScript it is given. */
-interface Kinds {
-  readonly SK: typeof TS.SyntaxKind;
-  /** Keywords by text. */
-  readonly keywords: Map<string, TS.SyntaxKind>;
-  /** Whether a keyword has this first letter, second letter and length (see keywordKey). */
-  readonly maybeKeyword: Uint8Array;
-}
-
 const keywordKey = (first: number, second: number, length: number) => (first << 11) | (second << 4) | length;
 
-let kindsFor: { ts: TsApi; kinds: Kinds } | undefined;
+type ScannerClass = new (text: string, onError: () => void) => TokenScanner;
 
-function kindsOf(ts: TsApi): Kinds {
-  if (kindsFor?.ts === ts) return kindsFor.kinds;
+let scannerFor: { ts: TsApi; Scanner: ScannerClass } | undefined;
+
+/** TokenScanner over `text`; `onError` is called where TypeScript's scanner would report one, or where this one gives up. */
+export function createTokenScanner(ts: TsApi, text: string, onError: () => void): TokenScanner {
+  if (scannerFor?.ts !== ts) scannerFor = { ts, Scanner: defineScanner(ts) };
+  return new scannerFor.Scanner(text, onError);
+}
+
+/**
+ * The scanner class for one TypeScript. Its token kinds are constants of this closure rather than properties of
+ * SyntaxKind: a property read in a branch not yet run when V8 optimizes the scanner throws the optimized code away
+ * when it first runs (six times over zod's sources).
+ */
+function defineScanner(ts: TsApi): ScannerClass {
   const SK = ts.SyntaxKind;
+  const {
+    AmpersandAmpersandEqualsToken,
+    AmpersandAmpersandToken,
+    AmpersandEqualsToken,
+    AmpersandToken,
+    AsteriskAsteriskEqualsToken,
+    AsteriskAsteriskToken,
+    AsteriskEqualsToken,
+    AsteriskToken,
+    AtToken,
+    BarBarEqualsToken,
+    BarBarToken,
+    BarEqualsToken,
+    BarToken,
+    BigIntLiteral,
+    CaretEqualsToken,
+    CaretToken,
+    CloseBraceToken,
+    CloseBracketToken,
+    CloseParenToken,
+    ColonToken,
+    CommaToken,
+    DotDotDotToken,
+    DotToken,
+    EndOfFileToken,
+    EqualsEqualsEqualsToken,
+    EqualsEqualsToken,
+    EqualsGreaterThanToken,
+    EqualsToken,
+    ExclamationEqualsEqualsToken,
+    ExclamationEqualsToken,
+    ExclamationToken,
+    GreaterThanToken,
+    Identifier,
+    LessThanEqualsToken,
+    LessThanLessThanEqualsToken,
+    LessThanLessThanToken,
+    LessThanToken,
+    MinusEqualsToken,
+    MinusMinusToken,
+    MinusToken,
+    NoSubstitutionTemplateLiteral,
+    NumericLiteral,
+    OpenBraceToken,
+    OpenBracketToken,
+    OpenParenToken,
+    PercentEqualsToken,
+    PercentToken,
+    PlusEqualsToken,
+    PlusPlusToken,
+    PlusToken,
+    PrivateIdentifier,
+    QuestionDotToken,
+    QuestionQuestionEqualsToken,
+    QuestionQuestionToken,
+    QuestionToken,
+    RegularExpressionLiteral,
+    SemicolonToken,
+    SlashEqualsToken,
+    SlashToken,
+    StringLiteral,
+    TemplateHead,
+    TemplateMiddle,
+    TemplateTail,
+    TildeToken,
+    Unknown,
+  } = SK;
   const keywords = new Map<string, TS.SyntaxKind>();
+  /** Whether a keyword has this first letter, second letter and length (see keywordKey). */
   const maybeKeyword = new Uint8Array(1 << 18);
   for (let kind = SK.FirstKeyword; kind <= SK.LastKeyword; kind++) {
     const text = ts.tokenToString(kind);
@@ -62,455 +133,434 @@ function kindsOf(ts: TsApi): Kinds {
       maybeKeyword[keywordKey(text.charCodeAt(0), text.charCodeAt(1), text.length)] = 1;
     }
   }
-  const kinds: Kinds = { SK, keywords, maybeKeyword };
-  kindsFor = { ts, kinds };
-  return kinds;
-}
 
-/** TokenScanner over `text`; `onError` is called where TypeScript's scanner would report one, or where this one gives up. */
-export function createTokenScanner(ts: TsApi, text: string, onError: () => void): TokenScanner {
-  return new AsciiScanner(ts, kindsOf(ts), text, onError);
-}
+  return class AsciiScanner implements TokenScanner {
+    readonly #text: string;
+    readonly #onError: () => void;
+    #pos = 0;
+    #start = 0;
+    #token: TS.SyntaxKind = Unknown;
+    #lineBreak = false;
 
-class AsciiScanner implements TokenScanner {
-  readonly #ts: TsApi;
-  readonly #kinds: Kinds;
-  readonly #SK: typeof TS.SyntaxKind;
-  readonly #text: string;
-  readonly #onError: () => void;
-  #pos = 0;
-  #start = 0;
-  #token: TS.SyntaxKind;
-  #lineBreak = false;
-
-  constructor(ts: TsApi, kinds: Kinds, text: string, onError: () => void) {
-    this.#ts = ts;
-    this.#kinds = kinds;
-    this.#SK = kinds.SK;
-    this.#text = text;
-    this.#onError = onError;
-    this.#token = kinds.SK.Unknown;
-    // `#!/usr/bin/env node` on the first line is trivia.
-    if (text.startsWith("#!")) this.#pos = lineEnd(text, 2);
-  }
-
-  getTokenStart(): number {
-    return this.#start;
-  }
-
-  getTokenEnd(): number {
-    return this.#pos;
-  }
-
-  hasPrecedingLineBreak(): boolean {
-    return this.#lineBreak;
-  }
-
-  getTokenValue(): string {
-    const SK = this.#SK;
-    const token = this.#token;
-    const text = this.#text;
-    if (token === SK.StringLiteral || token === SK.NoSubstitutionTemplateLiteral) {
-      const inner = text.slice(this.#start + 1, this.#pos - 1);
-      // Escapes and line ends (a template's `\r\n` reads as `\n`) are TypeScript's to cook.
-      if (inner.includes("\\") || inner.includes("\r")) return this.#cooked();
-      return inner;
+    constructor(text: string, onError: () => void) {
+      this.#text = text;
+      this.#onError = onError;
+      // `#!/usr/bin/env node` on the first line is trivia.
+      if (text.startsWith("#!")) this.#pos = lineEnd(text, 2);
     }
-    return text.slice(this.#start, this.#pos);
-  }
 
-  #cooked(): string {
-    const literal = this.#text.slice(this.#start, this.#pos);
-    const scanner = this.#ts.createScanner(
-      this.#ts.ScriptTarget.Latest,
-      true,
-      this.#ts.LanguageVariant.Standard,
-      literal,
-    );
-    scanner.scan();
-    return scanner.getTokenValue();
-  }
+    getTokenStart(): number {
+      return this.#start;
+    }
 
-  lookAhead<T>(callback: () => T): T {
-    const pos = this.#pos;
-    const start = this.#start;
-    const token = this.#token;
-    const lineBreak = this.#lineBreak;
-    const result = callback();
-    this.#pos = pos;
-    this.#start = start;
-    this.#token = token;
-    this.#lineBreak = lineBreak;
-    return result;
-  }
+    getTokenEnd(): number {
+      return this.#pos;
+    }
 
-  #fail(): TS.SyntaxKind {
-    this.#onError();
-    this.#pos = this.#text.length;
-    return this.#token = this.#SK.Unknown;
-  }
+    hasPrecedingLineBreak(): boolean {
+      return this.#lineBreak;
+    }
 
-  scan(): TS.SyntaxKind {
-    const SK = this.#SK;
-    const text = this.#text;
-    const end = text.length;
-    let pos = this.#pos;
-    this.#lineBreak = false;
-    for (;;) {
-      this.#start = pos;
-      if (pos >= end) {
-        this.#pos = pos;
-        return this.#token = SK.EndOfFileToken;
+    getTokenValue(): string {
+      const token = this.#token;
+      const text = this.#text;
+      if (token === StringLiteral || token === NoSubstitutionTemplateLiteral) {
+        const inner = text.slice(this.#start + 1, this.#pos - 1);
+        // Escapes and line ends (a template's `\r\n` reads as `\n`) are TypeScript's to cook.
+        if (inner.includes("\\") || inner.includes("\r")) return this.#cooked();
+        return inner;
       }
-      const ch = text.charCodeAt(pos);
-      const next = text.charCodeAt(pos + 1); // NaN past the end: equal to nothing
-      let token: TS.SyntaxKind;
-      let length = 1;
-      switch (ch) {
-        case 10: // \n
-        case 13: // \r
-          this.#lineBreak = true;
-          pos++;
-          continue;
-        case 9: // \t
-        case 11: // \v
-        case 12: // \f
-        case 32: // space
-          pos++;
-          continue;
-        case 47: // /
-          if (next === 47) {
-            pos = lineEnd(text, pos + 2);
-            continue;
-          }
-          if (next === 42) {
-            const close = text.indexOf("*/", pos + 2);
-            if (close < 0) return this.#fail();
-            if (!this.#lineBreak && hasLineBreak(text, pos + 2, close)) this.#lineBreak = true;
-            pos = close + 2;
-            continue;
-          }
-          if (next === 61) {
-            token = SK.SlashEqualsToken;
-            length = 2;
-          } else token = SK.SlashToken;
-          break;
-        case 34: // "
-        case 39: // '
-          return this.#token = this.#string(ch);
-        case 96: // `
-          return this.#token = this.#template(true);
-        case 33: // !
-          if (next === 61) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.ExclamationEqualsEqualsToken : SK.ExclamationEqualsToken;
-            length = three ? 3 : 2;
-          } else token = SK.ExclamationToken;
-          break;
-        case 37: // %
-          if (next === 61) {
-            token = SK.PercentEqualsToken;
-            length = 2;
-          } else token = SK.PercentToken;
-          break;
-        case 38: // &
-          if (next === 38) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.AmpersandAmpersandEqualsToken : SK.AmpersandAmpersandToken;
-            length = three ? 3 : 2;
-          } else if (next === 61) {
-            token = SK.AmpersandEqualsToken;
-            length = 2;
-          } else token = SK.AmpersandToken;
-          break;
-        case 40:
-          token = SK.OpenParenToken;
-          break;
-        case 41:
-          token = SK.CloseParenToken;
-          break;
-        case 42: // *
-          if (next === 61) {
-            token = SK.AsteriskEqualsToken;
-            length = 2;
-          } else if (next === 42) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.AsteriskAsteriskEqualsToken : SK.AsteriskAsteriskToken;
-            length = three ? 3 : 2;
-          } else token = SK.AsteriskToken;
-          break;
-        case 43: // +
-          if (next === 43) {
-            token = SK.PlusPlusToken;
-            length = 2;
-          } else if (next === 61) {
-            token = SK.PlusEqualsToken;
-            length = 2;
-          } else token = SK.PlusToken;
-          break;
-        case 44:
-          token = SK.CommaToken;
-          break;
-        case 45: // -
-          if (next === 45) {
-            token = SK.MinusMinusToken;
-            length = 2;
-          } else if (next === 61) {
-            token = SK.MinusEqualsToken;
-            length = 2;
-          } else token = SK.MinusToken;
-          break;
-        case 46: // .
-          if (isDigit(next)) return this.#token = this.#number();
-          if (next === 46 && text.charCodeAt(pos + 2) === 46) {
-            token = SK.DotDotDotToken;
-            length = 3;
-          } else token = SK.DotToken;
-          break;
-        case 58:
-          token = SK.ColonToken;
-          break;
-        case 59:
-          token = SK.SemicolonToken;
-          break;
-        case 60: // <
-          if (isConflictMarker(text, pos, ch)) return this.#fail();
-          if (next === 60) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.LessThanLessThanEqualsToken : SK.LessThanLessThanToken;
-            length = three ? 3 : 2;
-          } else if (next === 61) {
-            token = SK.LessThanEqualsToken;
-            length = 2;
-          } else token = SK.LessThanToken;
-          break;
-        case 61: // =
-          if (isConflictMarker(text, pos, ch)) return this.#fail();
-          if (next === 61) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.EqualsEqualsEqualsToken : SK.EqualsEqualsToken;
-            length = three ? 3 : 2;
-          } else if (next === 62) {
-            token = SK.EqualsGreaterThanToken;
-            length = 2;
-          } else token = SK.EqualsToken;
-          break;
-        case 62: // > (one at a time: the parser joins `>>`, `>=`…)
-          if (isConflictMarker(text, pos, ch)) return this.#fail();
-          token = SK.GreaterThanToken;
-          break;
-        case 63: // ?
-          if (next === 46 && !isDigit(text.charCodeAt(pos + 2))) {
-            token = SK.QuestionDotToken;
-            length = 2;
-          } else if (next === 63) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.QuestionQuestionEqualsToken : SK.QuestionQuestionToken;
-            length = three ? 3 : 2;
-          } else token = SK.QuestionToken;
-          break;
-        case 64:
-          token = SK.AtToken;
-          break;
-        case 91:
-          token = SK.OpenBracketToken;
-          break;
-        case 93:
-          token = SK.CloseBracketToken;
-          break;
-        case 94: // ^
-          if (next === 61) {
-            token = SK.CaretEqualsToken;
-            length = 2;
-          } else token = SK.CaretToken;
-          break;
-        case 123:
-          token = SK.OpenBraceToken;
-          break;
-        case 124: // |
-          if (isConflictMarker(text, pos, ch)) return this.#fail();
-          if (next === 124) {
-            const three = text.charCodeAt(pos + 2) === 61;
-            token = three ? SK.BarBarEqualsToken : SK.BarBarToken;
-            length = three ? 3 : 2;
-          } else if (next === 61) {
-            token = SK.BarEqualsToken;
-            length = 2;
-          } else token = SK.BarToken;
-          break;
-        case 125:
-          token = SK.CloseBraceToken;
-          break;
-        case 126:
-          token = SK.TildeToken;
-          break;
-        case 35: // #name
-          if (next < 128 && (CHARS[next] & WORD_START) !== 0) {
-            this.#pos = wordEnd(text, pos + 2);
-            if (this.#pos < 0) return this.#fail();
-            return this.#token = SK.PrivateIdentifier;
-          }
-          return this.#fail();
-        default:
-          if (ch < 128) {
-            if ((CHARS[ch] & WORD_START) !== 0) return this.#token = this.#word();
-            if (isDigit(ch)) return this.#token = this.#number();
-            return this.#fail();
-          }
-          if (ch === 0x2028 || ch === 0x2029) {
+      return text.slice(this.#start, this.#pos);
+    }
+
+    #cooked(): string {
+      const literal = this.#text.slice(this.#start, this.#pos);
+      const scanner = ts.createScanner(
+        ts.ScriptTarget.Latest,
+        true,
+        ts.LanguageVariant.Standard,
+        literal,
+      );
+      scanner.scan();
+      return scanner.getTokenValue();
+    }
+
+    lookAhead<T>(callback: () => T): T {
+      const pos = this.#pos;
+      const start = this.#start;
+      const token = this.#token;
+      const lineBreak = this.#lineBreak;
+      const result = callback();
+      this.#pos = pos;
+      this.#start = start;
+      this.#token = token;
+      this.#lineBreak = lineBreak;
+      return result;
+    }
+
+    #fail(): TS.SyntaxKind {
+      this.#onError();
+      this.#pos = this.#text.length;
+      return this.#token = Unknown;
+    }
+
+    scan(): TS.SyntaxKind {
+      const text = this.#text;
+      const end = text.length;
+      let pos = this.#pos;
+      this.#lineBreak = false;
+      for (;;) {
+        this.#start = pos;
+        if (pos >= end) {
+          this.#pos = pos;
+          return this.#token = EndOfFileToken;
+        }
+        const ch = text.charCodeAt(pos);
+        const next = text.charCodeAt(pos + 1); // NaN past the end: equal to nothing
+        let token: TS.SyntaxKind;
+        let length = 1;
+        switch (ch) {
+          case 10: // \n
+          case 13: // \r
             this.#lineBreak = true;
             pos++;
             continue;
-          }
-          if (isSpaceOutsideAscii(ch)) {
+          case 9: // \t
+          case 11: // \v
+          case 12: // \f
+          case 32: // space
             pos++;
             continue;
-          }
-          return this.#fail();
+          case 47: // /
+            if (next === 47) {
+              pos = lineEnd(text, pos + 2);
+              continue;
+            }
+            if (next === 42) {
+              const close = text.indexOf("*/", pos + 2);
+              if (close < 0) return this.#fail();
+              if (!this.#lineBreak && hasLineBreak(text, pos + 2, close)) this.#lineBreak = true;
+              pos = close + 2;
+              continue;
+            }
+            if (next === 61) {
+              token = SlashEqualsToken;
+              length = 2;
+            } else token = SlashToken;
+            break;
+          case 34: // "
+          case 39: // '
+            return this.#token = this.#string(ch);
+          case 96: // `
+            return this.#token = this.#template(true);
+          case 33: // !
+            if (next === 61) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? ExclamationEqualsEqualsToken : ExclamationEqualsToken;
+              length = three ? 3 : 2;
+            } else token = ExclamationToken;
+            break;
+          case 37: // %
+            if (next === 61) {
+              token = PercentEqualsToken;
+              length = 2;
+            } else token = PercentToken;
+            break;
+          case 38: // &
+            if (next === 38) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? AmpersandAmpersandEqualsToken : AmpersandAmpersandToken;
+              length = three ? 3 : 2;
+            } else if (next === 61) {
+              token = AmpersandEqualsToken;
+              length = 2;
+            } else token = AmpersandToken;
+            break;
+          case 40:
+            token = OpenParenToken;
+            break;
+          case 41:
+            token = CloseParenToken;
+            break;
+          case 42: // *
+            if (next === 61) {
+              token = AsteriskEqualsToken;
+              length = 2;
+            } else if (next === 42) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? AsteriskAsteriskEqualsToken : AsteriskAsteriskToken;
+              length = three ? 3 : 2;
+            } else token = AsteriskToken;
+            break;
+          case 43: // +
+            if (next === 43) {
+              token = PlusPlusToken;
+              length = 2;
+            } else if (next === 61) {
+              token = PlusEqualsToken;
+              length = 2;
+            } else token = PlusToken;
+            break;
+          case 44:
+            token = CommaToken;
+            break;
+          case 45: // -
+            if (next === 45) {
+              token = MinusMinusToken;
+              length = 2;
+            } else if (next === 61) {
+              token = MinusEqualsToken;
+              length = 2;
+            } else token = MinusToken;
+            break;
+          case 46: // .
+            if (isDigit(next)) return this.#token = this.#number();
+            if (next === 46 && text.charCodeAt(pos + 2) === 46) {
+              token = DotDotDotToken;
+              length = 3;
+            } else token = DotToken;
+            break;
+          case 58:
+            token = ColonToken;
+            break;
+          case 59:
+            token = SemicolonToken;
+            break;
+          case 60: // <
+            if (isConflictMarker(text, pos, ch)) return this.#fail();
+            if (next === 60) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? LessThanLessThanEqualsToken : LessThanLessThanToken;
+              length = three ? 3 : 2;
+            } else if (next === 61) {
+              token = LessThanEqualsToken;
+              length = 2;
+            } else token = LessThanToken;
+            break;
+          case 61: // =
+            if (isConflictMarker(text, pos, ch)) return this.#fail();
+            if (next === 61) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? EqualsEqualsEqualsToken : EqualsEqualsToken;
+              length = three ? 3 : 2;
+            } else if (next === 62) {
+              token = EqualsGreaterThanToken;
+              length = 2;
+            } else token = EqualsToken;
+            break;
+          case 62: // > (one at a time: the parser joins `>>`, `>=`…)
+            if (isConflictMarker(text, pos, ch)) return this.#fail();
+            token = GreaterThanToken;
+            break;
+          case 63: // ?
+            if (next === 46 && !isDigit(text.charCodeAt(pos + 2))) {
+              token = QuestionDotToken;
+              length = 2;
+            } else if (next === 63) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? QuestionQuestionEqualsToken : QuestionQuestionToken;
+              length = three ? 3 : 2;
+            } else token = QuestionToken;
+            break;
+          case 64:
+            token = AtToken;
+            break;
+          case 91:
+            token = OpenBracketToken;
+            break;
+          case 93:
+            token = CloseBracketToken;
+            break;
+          case 94: // ^
+            if (next === 61) {
+              token = CaretEqualsToken;
+              length = 2;
+            } else token = CaretToken;
+            break;
+          case 123:
+            token = OpenBraceToken;
+            break;
+          case 124: // |
+            if (isConflictMarker(text, pos, ch)) return this.#fail();
+            if (next === 124) {
+              const three = text.charCodeAt(pos + 2) === 61;
+              token = three ? BarBarEqualsToken : BarBarToken;
+              length = three ? 3 : 2;
+            } else if (next === 61) {
+              token = BarEqualsToken;
+              length = 2;
+            } else token = BarToken;
+            break;
+          case 125:
+            token = CloseBraceToken;
+            break;
+          case 126:
+            token = TildeToken;
+            break;
+          case 35: // #name
+            if (next < 128 && (CHARS[next] & WORD_START) !== 0) {
+              this.#pos = wordEnd(text, pos + 2);
+              if (this.#pos < 0) return this.#fail();
+              return this.#token = PrivateIdentifier;
+            }
+            return this.#fail();
+          default:
+            if (ch < 128) {
+              if ((CHARS[ch] & WORD_START) !== 0) return this.#token = this.#word();
+              if (isDigit(ch)) return this.#token = this.#number();
+              return this.#fail();
+            }
+            if (ch === 0x2028 || ch === 0x2029) {
+              this.#lineBreak = true;
+              pos++;
+              continue;
+            }
+            if (isSpaceOutsideAscii(ch)) {
+              pos++;
+              continue;
+            }
+            return this.#fail();
+        }
+        this.#pos = pos + length;
+        return this.#token = token;
       }
-      this.#pos = pos + length;
-      return this.#token = token;
     }
-  }
 
-  /** The word from #start: a keyword or an identifier. */
-  #word(): TS.SyntaxKind {
-    const text = this.#text;
-    const start = this.#start;
-    const end = wordEnd(text, start + 1);
-    if (end < 0) return this.#fail();
-    this.#pos = end;
-    const length = end - start;
-    const first = text.charCodeAt(start);
-    if (length >= 2 && length <= 12 && first >= 97 && first <= 122) {
-      const kinds = this.#kinds;
-      if (kinds.maybeKeyword[keywordKey(first, text.charCodeAt(start + 1), length)] === 1) {
-        const keyword = kinds.keywords.get(text.slice(start, end));
-        if (keyword !== undefined) return keyword;
+    /** The word from #start: a keyword or an identifier. */
+    #word(): TS.SyntaxKind {
+      const text = this.#text;
+      const start = this.#start;
+      const end = wordEnd(text, start + 1);
+      if (end < 0) return this.#fail();
+      this.#pos = end;
+      const length = end - start;
+      const first = text.charCodeAt(start);
+      if (length >= 2 && length <= 12 && first >= 97 && first <= 122) {
+        if (maybeKeyword[keywordKey(first, text.charCodeAt(start + 1), length)] === 1) {
+          const keyword = keywords.get(text.slice(start, end));
+          if (keyword !== undefined) return keyword;
+        }
       }
+      return Identifier;
     }
-    return this.#SK.Identifier;
-  }
 
-  /** The number from #start: decimal, with a fraction and an exponent, or hexadecimal, binary, octal; a bigint. */
-  #number(): TS.SyntaxKind {
-    const SK = this.#SK;
-    const text = this.#text;
-    let pos = this.#start;
-    let integer = true;
-    const first = text.charCodeAt(pos);
-    const second = text.charCodeAt(pos + 1);
-    const base = second | 32;
-    if (first === 48 && (base === 120 || base === 98 || base === 111)) {
-      // 0x…, 0b…, 0o…
-      pos += 2;
-      while (isHexDigit(text.charCodeAt(pos)) || text.charCodeAt(pos) === 95) pos++;
-      if (pos === this.#start + 2 || (base !== 120 && !allBelow(text, this.#start + 2, pos, base === 98 ? 50 : 56))) {
-        return this.#fail();
-      }
-    } else {
-      if (first === 48 && isDigit(second)) return this.#fail(); // legacy octal, or a leading zero
-      pos = digitsEnd(text, pos);
-      if (text.charCodeAt(pos) === 46) {
-        integer = false;
-        pos = digitsEnd(text, pos + 1);
-      }
-      if ((text.charCodeAt(pos) | 32) === 101) {
-        integer = false;
-        pos++;
-        const sign = text.charCodeAt(pos);
-        if (sign === 43 || sign === 45) pos++;
-        const digits = pos;
-        pos = digitsEnd(text, pos);
-        if (pos === digits) return this.#fail();
-      }
-    }
-    let token: TS.SyntaxKind = SK.NumericLiteral;
-    if (text.charCodeAt(pos) === 110) {
-      if (!integer) return this.#fail();
-      pos++;
-      token = SK.BigIntLiteral;
-    }
-    // A word right after a number is an error in TypeScript too.
-    const after = text.charCodeAt(pos);
-    if (after >= 128 || (CHARS[after] & WORD_PART) !== 0 || after === 92) return this.#fail();
-    this.#pos = pos;
-    return token;
-  }
-
-  /** The string literal from #start. */
-  #string(quote: number): TS.SyntaxKind {
-    const text = this.#text;
-    const end = text.length;
-    let pos = this.#start + 1;
-    for (;;) {
-      if (pos >= end) return this.#fail();
-      const ch = text.charCodeAt(pos);
-      if (ch === quote) break;
-      if (ch === 92) {
-        // An escaped `\r\n` continues the line; any other escape ends after its first character for where the string
-        // ends, whatever it means.
-        pos += text.charCodeAt(pos + 1) === 13 && text.charCodeAt(pos + 2) === 10 ? 3 : 2;
-        continue;
-      }
-      if (ch === 10 || ch === 13) return this.#fail();
-      pos++;
-    }
-    this.#pos = pos + 1;
-    return this.#SK.StringLiteral;
-  }
-
-  /** A template literal's text from #start (its backtick, or the `}` of a `${`) to its next `${` or its end. */
-  #template(startedWithBacktick: boolean): TS.SyntaxKind {
-    const SK = this.#SK;
-    const text = this.#text;
-    const end = text.length;
-    let pos = this.#start + 1;
-    for (;;) {
-      if (pos >= end) return this.#fail();
-      const ch = text.charCodeAt(pos);
-      if (ch === 96) {
-        this.#pos = pos + 1;
-        return startedWithBacktick ? SK.NoSubstitutionTemplateLiteral : SK.TemplateTail;
-      }
-      if (ch === 36 && text.charCodeAt(pos + 1) === 123) {
-        this.#pos = pos + 2;
-        return startedWithBacktick ? SK.TemplateHead : SK.TemplateMiddle;
-      }
-      pos += ch === 92 ? 2 : 1;
-    }
-  }
-
-  reScanSlashToken(): TS.SyntaxKind {
-    const SK = this.#SK;
-    if (this.#token !== SK.SlashToken && this.#token !== SK.SlashEqualsToken) return this.#token;
-    const text = this.#text;
-    const end = text.length;
-    let pos = this.#start + 1;
-    let inClass = false;
-    for (;;) {
-      if (pos >= end) return this.#fail();
-      const ch = text.charCodeAt(pos);
-      if (ch === 10 || ch === 13 || ch === 0x2028 || ch === 0x2029) return this.#fail();
-      if (ch === 92) {
+    /** The number from #start: decimal, with a fraction and an exponent, or hexadecimal, binary, octal; a bigint. */
+    #number(): TS.SyntaxKind {
+      const text = this.#text;
+      let pos = this.#start;
+      let integer = true;
+      const first = text.charCodeAt(pos);
+      const second = text.charCodeAt(pos + 1);
+      const base = second | 32;
+      if (first === 48 && (base === 120 || base === 98 || base === 111)) {
+        // 0x…, 0b…, 0o…
         pos += 2;
-        continue;
+        while (isHexDigit(text.charCodeAt(pos)) || text.charCodeAt(pos) === 95) pos++;
+        if (pos === this.#start + 2 || (base !== 120 && !allBelow(text, this.#start + 2, pos, base === 98 ? 50 : 56))) {
+          return this.#fail();
+        }
+      } else {
+        if (first === 48 && isDigit(second)) return this.#fail(); // legacy octal, or a leading zero
+        pos = digitsEnd(text, pos);
+        if (text.charCodeAt(pos) === 46) {
+          integer = false;
+          pos = digitsEnd(text, pos + 1);
+        }
+        if ((text.charCodeAt(pos) | 32) === 101) {
+          integer = false;
+          pos++;
+          const sign = text.charCodeAt(pos);
+          if (sign === 43 || sign === 45) pos++;
+          const digits = pos;
+          pos = digitsEnd(text, pos);
+          if (pos === digits) return this.#fail();
+        }
       }
-      if (ch === 47 && !inClass) break;
-      if (ch === 91) inClass = true;
-      else if (ch === 93) inClass = false;
-      pos++;
+      let token: TS.SyntaxKind = NumericLiteral;
+      if (text.charCodeAt(pos) === 110) {
+        if (!integer) return this.#fail();
+        pos++;
+        token = BigIntLiteral;
+      }
+      // A word right after a number is an error in TypeScript too.
+      const after = text.charCodeAt(pos);
+      if (after >= 128 || (CHARS[after] & WORD_PART) !== 0 || after === 92) return this.#fail();
+      this.#pos = pos;
+      return token;
     }
-    pos = wordEnd(text, pos + 1);
-    if (pos < 0) return this.#fail();
-    this.#pos = pos;
-    return this.#token = SK.RegularExpressionLiteral;
-  }
 
-  reScanTemplateToken(_isTaggedTemplate: boolean): TS.SyntaxKind {
-    this.#pos = this.#start;
-    return this.#token = this.#template(false);
-  }
+    /** The string literal from #start. */
+    #string(quote: number): TS.SyntaxKind {
+      const text = this.#text;
+      const end = text.length;
+      let pos = this.#start + 1;
+      for (;;) {
+        if (pos >= end) return this.#fail();
+        const ch = text.charCodeAt(pos);
+        if (ch === quote) break;
+        if (ch === 92) {
+          // An escaped `\r\n` continues the line; any other escape ends after its first character for where the string
+          // ends, whatever it means.
+          pos += text.charCodeAt(pos + 1) === 13 && text.charCodeAt(pos + 2) === 10 ? 3 : 2;
+          continue;
+        }
+        if (ch === 10 || ch === 13) return this.#fail();
+        pos++;
+      }
+      this.#pos = pos + 1;
+      return StringLiteral;
+    }
+
+    /** A template literal's text from #start (its backtick, or the `}` of a `${`) to its next `${` or its end. */
+    #template(startedWithBacktick: boolean): TS.SyntaxKind {
+      const text = this.#text;
+      const end = text.length;
+      let pos = this.#start + 1;
+      for (;;) {
+        if (pos >= end) return this.#fail();
+        const ch = text.charCodeAt(pos);
+        if (ch === 96) {
+          this.#pos = pos + 1;
+          return startedWithBacktick ? NoSubstitutionTemplateLiteral : TemplateTail;
+        }
+        if (ch === 36 && text.charCodeAt(pos + 1) === 123) {
+          this.#pos = pos + 2;
+          return startedWithBacktick ? TemplateHead : TemplateMiddle;
+        }
+        pos += ch === 92 ? 2 : 1;
+      }
+    }
+
+    reScanSlashToken(): TS.SyntaxKind {
+      if (this.#token !== SlashToken && this.#token !== SlashEqualsToken) return this.#token;
+      const text = this.#text;
+      const end = text.length;
+      let pos = this.#start + 1;
+      let inClass = false;
+      for (;;) {
+        if (pos >= end) return this.#fail();
+        const ch = text.charCodeAt(pos);
+        if (ch === 10 || ch === 13 || ch === 0x2028 || ch === 0x2029) return this.#fail();
+        if (ch === 92) {
+          pos += 2;
+          continue;
+        }
+        if (ch === 47 && !inClass) break;
+        if (ch === 91) inClass = true;
+        else if (ch === 93) inClass = false;
+        pos++;
+      }
+      pos = wordEnd(text, pos + 1);
+      if (pos < 0) return this.#fail();
+      this.#pos = pos;
+      return this.#token = RegularExpressionLiteral;
+    }
+
+    reScanTemplateToken(_isTaggedTemplate: boolean): TS.SyntaxKind {
+      this.#pos = this.#start;
+      return this.#token = this.#template(false);
+    }
+  };
 }
 
 function isDigit(ch: number): boolean {
