@@ -213,12 +213,16 @@ function summarizeTree(
       ? node.text
       : text.slice(at(node.getStart(sf)), at(node.end));
 
+  // Overloads and merged declarations: one symbol per name and kind, and one export.
+  const symbolKeys = new Set<string>();
   const declare = (name: string, kind: SymbolKind, line: number, exported: boolean, typeOnly: boolean) => {
-    // Overloads and merged declarations: one symbol per name and kind.
-    if (!symbols.some((s) => s.name === name && s.kind === kind)) {
+    const key = `${kind} ${name}`;
+    if (!symbolKeys.has(key)) {
+      symbolKeys.add(key);
       symbols.push({ name, kind, line, exported, typeOnly });
     }
   };
+  const exportedDeclarations = new Set<string>();
   const bindingNames = (name: TS.BindingName, out: string[] = []): string[] => {
     if (ts.isIdentifier(name)) out.push(name.text);
     else {for (const element of name.elements) {
@@ -279,6 +283,7 @@ function summarizeTree(
       }
       declare(statement.name.text, "namespace", line, exported, statement.isTypeOnly);
       if (exported) {
+        exportedDeclarations.add(`namespace ${statement.name.text}`);
         exports.push({
           name: statement.name.text,
           kind: "namespace",
@@ -354,7 +359,8 @@ function summarizeTree(
       if (name !== undefined) declare(name, kind, line, exported, typeOnly);
       if (exported) {
         const exportName = isDefault ? "default" : name;
-        if (exportName !== undefined && !exports.some((e) => e.name === exportName && e.kind === kind)) {
+        if (exportName !== undefined && !exportedDeclarations.has(`${kind} ${exportName}`)) {
+          exportedDeclarations.add(`${kind} ${exportName}`);
           exports.push({ name: exportName, kind, typeOnly, line, ...(isDefault && name ? { local: name } : {}) });
         }
       }
