@@ -19,6 +19,7 @@ import {
 } from "node:fs";
 import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
+import { isAscii } from "node:buffer";
 import { tmpdir } from "node:os";
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import Module, { createRequire } from "node:module";
@@ -110,7 +111,7 @@ function requireWithCodeCache(file: string): unknown {
       warm = false; // not cached yet
     }
   }
-  const script = new Script(Module.wrap(readFileSync(file, "utf8")), { filename: file, cachedData });
+  const script = new Script(Module.wrap(readSource(file)), { filename: file, cachedData });
   const module = { exports: {} as unknown };
   (script.runInThisContext() as (...args: unknown[]) => void).call(
     module.exports,
@@ -123,6 +124,15 @@ function requireWithCodeCache(file: string): unknown {
   if (cachedData === undefined || script.cachedDataRejected) writeCodeCache(cacheFile, script.createCachedData());
   if (!warm || script.cachedDataRejected) coldCaches.push({ script, cacheFile: warmFile, replaces: cacheFile });
   return module.exports;
+}
+
+/**
+ * A module's text. TypeScript's 9 MB are ASCII: read as Latin-1, they make the same string in a tenth of the time
+ * UTF-8 decoding takes (node 20: 27 → 3 ms).
+ */
+function readSource(file: string): string {
+  const bytes = readFileSync(file);
+  return isAscii(bytes) ? bytes.toString("latin1") : bytes.toString("utf8");
 }
 
 /**
