@@ -134,7 +134,7 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
   /** Status by module and export name: used, or maybe-used with a reason. */
   const status = new Map<string, Map<string, Certainty>>();
   const queue: Demand[] = [];
-  const seenDemands = new Set<string>();
+  const seenDemands = new Map<string, Map<string, Set<number>>>();
   const wholeDone = new Map<string, boolean>();
 
   const mark = (module: string, name: string, certainty: Certainty): boolean => {
@@ -279,9 +279,14 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
       membersId = memberIds.get(members) ?? memberIds.size + 1;
       memberIds.set(members, membersId);
     }
-    const key = `${module}\0${name}\0${certainty.used}\0${membersId}`;
-    if (!changed && seenDemands.has(key)) continue;
-    seenDemands.add(key);
+    // By module and name (strings already hashed), then certainty and members: no key string to build and hash.
+    let byName = seenDemands.get(module);
+    if (!byName) seenDemands.set(module, byName = new Map());
+    let variants = byName.get(name);
+    if (!variants) byName.set(name, variants = new Set());
+    const variant = membersId * 2 + (certainty.used ? 1 : 0);
+    if (!changed && variants.has(variant)) continue;
+    variants.add(variant);
     const own = exportsNamed(module, summary, name);
     for (const record of own) {
       if (record.from === undefined) continue;
