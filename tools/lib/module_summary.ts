@@ -648,12 +648,9 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     }
     return found;
   }
-  let shortest = Infinity;
-  let longest = 0;
-  for (const name of names) {
-    shortest = Math.min(shortest, name.length);
-    longest = Math.max(longest, name.length);
-  }
+  // A word is sliced out and looked up only when a name has its length, first and last character: most are not.
+  const maybeName = new Uint8Array(1 << 16);
+  for (const name of names) maybeName[wordKey(name.charCodeAt(0), name.charCodeAt(name.length - 1), name.length)] = 1;
   const length = text.length;
   for (let at = 0; at < length;) {
     if (!isWordCode(text.charCodeAt(at))) {
@@ -662,8 +659,7 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     }
     const start = at++;
     while (at < length && isWordCode(text.charCodeAt(at))) at++;
-    const size = at - start;
-    if (size < shortest || size > longest) continue;
+    if (maybeName[wordKey(text.charCodeAt(start), text.charCodeAt(at - 1), at - start)] === 0) continue;
     const word = text.slice(start, at);
     if (!names.has(word)) continue;
     const list = found.get(word);
@@ -671,6 +667,11 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     else found.set(word, [start]);
   }
   return found;
+}
+
+/** A 16-bit key of a word's first and last character and length (a filter: different words may share one). */
+function wordKey(first: number, last: number, length: number): number {
+  return ((first * 31 + last) * 31 + length) & 0xffff;
 }
 
 /** Up to this many names, wordPositions searches for each; beyond, it reads the text's words once. */
