@@ -168,9 +168,22 @@ export async function realDirectory(fs: RootFs, root: string, dir: string): Prom
   return await resolve(root, dir);
 }
 
+/** See ConfinedFs.#statsPlan. */
+interface StatsPlan {
+  readonly root: OpenRoot;
+  readonly files: readonly string[];
+  readonly lexical: readonly ({ rel: string; display: string } | null)[];
+  /** Indexes in `files` of the paths in `targets`. */
+  readonly plain: readonly number[];
+  readonly targets: readonly string[];
+  /** The real paths of the directories found plain (the root itself aside), to lstat again before reuse. */
+  readonly plainDirs: readonly string[];
+}
+
 class ConfinedFs implements RootFs {
   readonly rootIds: readonly string[];
   readonly #roots: ReadonlyMap<string, OpenRoot>;
+  #lastStatsPlan: StatsPlan | undefined;
 
   constructor(roots: ReadonlyMap<string, OpenRoot>) {
     this.#roots = roots;
@@ -344,39 +357,7 @@ class ConfinedFs implements RootFs {
 
   async stats(rootId: string, files: readonly string[]): Promise<(FileInfo | null)[]> {
     const root = this.#root(rootId);
-    // Directories known to lead to the root's real path with no symlink on the way: a file under one that is not a
-    // symlink itself needs one lstat, not a real-path walk. Anything else takes `stat`'s full way.
-    const plainDirs = new Map<string, boolean>([["", true]]);
-    // #lexical hands back plain relative paths as they are: joining them needs no normalising (path.join's cost).
-    const prefix = root.real.endsWith(path.sep) ? root.real : root.real + path.sep;
-    const under = (rel: string) => (rel === "" ? root.real : prefix + rel);
-    const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf(path.sep)));
-    const plainDir = (rel: string): boolean => {
-      let known = plainDirs.get(rel);
-      if (known === undefined) {
-        const info = plainDir(parentOf(rel)) ? lstatOrNull(under(rel)) : null;
-        known = info !== null && info.isDirectory;
-        plainDirs.set(rel, known);
-      }
-      return known;
-    };
-    // Files under plain directories: one lstat each, all at once (on two threads when there are thousands).
-    const lexical: ({ rel: string; display: string } | null)[] = [];
-    const plain: number[] = [];
-    const targets: string[] = [];
-    for (let i = 0; i < files.length; i++) {
-      let name: { rel: string; display: string } | null;
-      try {
-        name = this.#lexical(root, files[i]);
-      } catch {
-        name = null;
-      }
-      lexical.push(name);
-      if (name && plainDir(parentOf(name.rel))) {
-        plain.push(i);
-        targets.push(under(name.rel));
-      }
-    }
+    const { lexical, plain, targets } = this.#statsPlan(root, files);
     const stamps = await platform().fs.lstatMany(targets);
     const out: (FileInfo | null)[] = new Array(files.length).fill(null);
     for (let k = 0; k < plain.length; k++) {
@@ -395,6 +376,54 @@ class ConfinedFs implements RootFs {
       if (out[i] === null && lexical[i]) out[i] = await this.stat(rootId, files[i]).catch(() => null);
     }
     return out;
+  }
+
+  /**
+   * Which of `files` `stats` may lstat at once: those under directories known to lead to the root's real path with no
+   * symlink on the way, and the real paths to lstat. A caller that checks the same list again (a module graph proving
+   * nothing changed) gets the plan it had, once the directories it relies on are checked again.
+   */
+  #statsPlan(root: OpenRoot, files: readonly string[]): StatsPlan {
+    const last = this.#lastStatsPlan;
+    if (
+      last && last.root === root && last.files.length === files.length &&
+      last.files.every((file, i) => file === files[i]) &&
+      last.plainDirs.every((dir) => lstatOrNull(dir)?.isDirectory === true)
+    ) return last;
+    // Directories known to lead to the root's real path with no symlink on the way: a file under one that is not a
+    // symlink itself needs one lstat, not a real-path walk. Anything else takes `stat`'s full way.
+    const plainDirs = new Map<string, boolean>([["", true]]);
+    // #lexical hands back plain relative paths as they are: joining them needs no normalising (path.join's cost).
+    const prefix = root.real.endsWith(path.sep) ? root.real : root.real + path.sep;
+    const under = (rel: string) => (rel === "" ? root.real : prefix + rel);
+    const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf(path.sep)));
+    const plainDir = (rel: string): boolean => {
+      let known = plainDirs.get(rel);
+      if (known === undefined) {
+        const info = plainDir(parentOf(rel)) ? lstatOrNull(under(rel)) : null;
+        known = info !== null && info.isDirectory;
+        plainDirs.set(rel, known);
+      }
+      return known;
+    };
+    const lexical: ({ rel: string; display: string } | null)[] = [];
+    const plain: number[] = [];
+    const targets: string[] = [];
+    for (let i = 0; i < files.length; i++) {
+      let name: { rel: string; display: string } | null;
+      try {
+        name = this.#lexical(root, files[i]);
+      } catch {
+        name = null;
+      }
+      lexical.push(name);
+      if (name && plainDir(parentOf(name.rel))) {
+        plain.push(i);
+        targets.push(under(name.rel));
+      }
+    }
+    const checked = [...plainDirs].filter(([rel, isPlain]) => isPlain && rel !== "").map(([rel]) => under(rel));
+    return this.#lastStatsPlan = { root, files: [...files], lexical, plain, targets, plainDirs: checked };
   }
 
   async list(rootId: string, dir = "."): Promise<DirEntry[]> {

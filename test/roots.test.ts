@@ -1,7 +1,7 @@
 // ctx.fs confinement: reads, lists and globs stay inside the configured roots,
 // whatever path a tool is handed. Driven through a fixture tool over MCP.
 import assert from "node:assert/strict";
-import { lstatSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
@@ -220,6 +220,42 @@ describe(`root confinement (${runtimeName})`, () => {
       odd.map((p) => batch[paths.indexOf(p)]?.kind ?? null),
       ["file", null, null, "file", null, "directory"],
     );
+  });
+
+  it("checks again the directories a list stat'ed before relies on", async () => {
+    // The same list twice: the second time, a directory it went through is a symlink that leads out of the root, and
+    // one that was a symlink is a plain directory again. Each time, stats answers as stat does one by one.
+    mkdirSync(path.join(rootDir, "again", "sub"), { recursive: true });
+    mkdirSync(path.join(work.dir, "elsewhere"), { recursive: true });
+    const names = Array.from({ length: 1100 }, (_, i) => `f${i}.txt`);
+    for (const name of names) {
+      writeFileSync(path.join(rootDir, "again", "sub", name), "in");
+      writeFileSync(path.join(work.dir, "elsewhere", name), "out!");
+    }
+    symlinkSync(path.join(rootDir, "again", "sub"), path.join(rootDir, "again", "link"));
+    const paths = [...names.map((n) => `again/sub/${n}`), "again/link/f1.txt", "again/sub"];
+    const asStatSays = async () => {
+      const expected = [];
+      for (const p of [paths[0], paths[1099], ...paths.slice(1100)]) {
+        const one = await call({ op: "stat", path: p });
+        expected.push(one.isError ? null : JSON.parse(textOf(one)).kind);
+      }
+      return expected;
+    };
+    const kinds = async () => {
+      const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths })));
+      return [batch[0], batch[1099], ...batch.slice(1100)].map((b: { kind: string } | null) => b?.kind ?? null);
+    };
+    assert.deepEqual(await kinds(), ["file", "file", "file", "directory"]);
+    assert.deepEqual(await kinds(), await asStatSays());
+
+    renameSync(path.join(rootDir, "again", "sub"), path.join(rootDir, "again", "moved"));
+    symlinkSync(path.join(work.dir, "elsewhere"), path.join(rootDir, "again", "sub"));
+    rmSync(path.join(rootDir, "again", "link"));
+    mkdirSync(path.join(rootDir, "again", "link"));
+    writeFileSync(path.join(rootDir, "again", "link", "f1.txt"), "plain");
+    assert.deepEqual(await kinds(), [null, null, "file", null]);
+    assert.deepEqual(await kinds(), await asStatSays());
   });
 
   it("refuses to start with a root that does not exist, naming it", async () => {
