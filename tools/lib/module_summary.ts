@@ -649,8 +649,12 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     return found;
   }
   // A word is sliced out and looked up only when a name has its length, first and last character: most are not.
-  const maybeName = new Uint8Array(1 << 16);
-  for (const name of names) maybeName[wordKey(name.charCodeAt(0), name.charCodeAt(name.length - 1), name.length)] = 1;
+  const keys: number[] = [];
+  for (const name of names) {
+    const key = wordKey(name.charCodeAt(0), name.charCodeAt(name.length - 1), name.length);
+    maybeName[key] = 1;
+    keys.push(key);
+  }
   const length = text.length;
   for (let at = 0; at < length;) {
     if (!isWordCode(text.charCodeAt(at))) {
@@ -666,8 +670,12 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     if (list) list.push(start);
     else found.set(word, [start]);
   }
+  for (const key of keys) maybeName[key] = 0;
   return found;
 }
+
+/** wordPositions' filter, all zeros between calls: one for all modules (64 kB each would wait for the collector). */
+const maybeName = new Uint8Array(1 << 16);
 
 /** A 16-bit key of a word's first and last character and length (a filter: different words may share one). */
 function wordKey(first: number, last: number, length: number): number {
