@@ -3,7 +3,7 @@
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 import { dependentsOf, fileArgument, unknownsReaching } from "./lib/graph_queries.ts";
-import { moduleGraph } from "./lib/module_graph.ts";
+import { type ImportEdge, moduleGraph } from "./lib/module_graph.ts";
 
 /**
  * Risk class `read`: lists and reads the files of one configured root through
@@ -79,9 +79,15 @@ export const tool = defineTool({
     const runtime = dependentsOf(graph, file, { valueOnly: true, maxDepth });
     const all = includeTypeOnly ? dependentsOf(graph, file, { valueOnly: false, maxDepth }) : runtime;
 
+    const edgesFrom = new Map<string, ImportEdge[]>();
+    for (const edge of graph.importersOf(file)) {
+      const list = edgesFrom.get(edge.from);
+      if (list) list.push(edge);
+      else edgesFrom.set(edge.from, [edge]);
+    }
     const direct = [...all.entries()].filter(([, d]) => d.depth === 1).map(([path]) => path).sort().map((path) => {
       const summary = graph.modules.get(path)!.summary!;
-      const imports = graph.importersOf(file).filter((e) => e.from === path).map((e) => {
+      const imports = (edgesFrom.get(path) ?? []).map((e) => {
         const record = summary.imports[e.index];
         return { line: record.line, specifier: record.specifier, kind: record.kind, typeOnly: record.typeOnly };
       }).sort((a, b) => a.line - b.line);

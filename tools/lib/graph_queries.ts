@@ -215,6 +215,7 @@ export function unknownsReaching(
   targets: Iterable<string>,
   known: ReadonlySet<string>,
 ): UnknownView[] {
+  if (graph.unknowns.length === 0) return [];
   const list = [...targets];
   const stems = new Set<string>();
   for (const target of list) for (const stem of stemOf(target)) stems.add(stem.toLowerCase());
