@@ -104,4 +104,12 @@ describe(`the outline's token scanner (${runtimeName})`, () => {
     }
     assert.deepEqual(summarizeModule(ts, "src/m.ts", "export const café = 1;").exports.map((e) => e.name), ["café"]);
   });
+
+  it("reports an error where TypeScript's scanner does: numeric separators out of place", () => {
+    for (const number of ["1__0", "1_", "1._5", "1e_5", "0x_1", "0b1_", "0_1", "1_.5"]) {
+      const text = `export const n = ${number};`;
+      assert.equal(tokenStream(ts, text, { typescript: true }).complete, false, `TypeScript reads ${number}`);
+      assert.equal(tokenStream(ts, text).complete, false, number);
+    }
+  });
 });

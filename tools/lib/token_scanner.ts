@@ -454,19 +454,18 @@ function defineScanner(ts: TsApi): ScannerClass {
       const base = second | 32;
       if (first === 48 && (base === 120 || base === 98 || base === 111)) {
         // 0x…, 0b…, 0o…
-        pos += 2;
-        while (isHexDigit(text.charCodeAt(pos)) || text.charCodeAt(pos) === 95) pos++;
-        if (pos === this.#start + 2 || (base !== 120 && !allBelow(text, this.#start + 2, pos, base === 98 ? 50 : 56))) {
-          return this.#fail();
-        }
+        const digit = base === 120 ? isHexDigit : base === 98 ? isBinaryDigit : isOctalDigit;
+        pos = digitsEnd(text, pos + 2, digit);
+        if (pos === this.#start + 2 || pos < 0) return this.#fail();
       } else {
-        if (first === 48 && isDigit(second)) return this.#fail(); // legacy octal, or a leading zero
+        if (first === 48 && (isDigit(second) || second === 95)) return this.#fail(); // legacy octal, a leading zero
         pos = digitsEnd(text, pos);
-        if (text.charCodeAt(pos) === 46) {
+        if (pos >= 0 && text.charCodeAt(pos) === 46) {
           integer = false;
-          pos = digitsEnd(text, pos + 1);
+          // `1.` and `1.5`, not `1._5`
+          pos = text.charCodeAt(pos + 1) === 95 ? -1 : digitsEnd(text, pos + 1);
         }
-        if ((text.charCodeAt(pos) | 32) === 101) {
+        if (pos >= 0 && (text.charCodeAt(pos) | 32) === 101) {
           integer = false;
           pos++;
           const sign = text.charCodeAt(pos);
@@ -475,6 +474,7 @@ function defineScanner(ts: TsApi): ScannerClass {
           pos = digitsEnd(text, pos);
           if (pos === digits) return this.#fail();
         }
+        if (pos < 0) return this.#fail();
       }
       let token: TS.SyntaxKind = NumericLiteral;
       if (text.charCodeAt(pos) === 110) {
@@ -571,19 +571,23 @@ function isHexDigit(ch: number): boolean {
   return isDigit(ch) || ((ch | 32) >= 97 && (ch | 32) <= 102);
 }
 
-function allBelow(text: string, from: number, to: number, limit: number): boolean {
-  for (let pos = from; pos < to; pos++) {
-    const ch = text.charCodeAt(pos);
-    if (ch !== 95 && ch >= limit) return false;
-  }
-  return true;
+function isBinaryDigit(ch: number): boolean {
+  return ch === 48 || ch === 49;
 }
 
-function digitsEnd(text: string, pos: number): number {
-  for (;;) {
+function isOctalDigit(ch: number): boolean {
+  return ch >= 48 && ch <= 55;
+}
+
+/** Where the run of digits at `pos` ends, each `_` in it between two digits; -1 at a `_` anywhere else. */
+function digitsEnd(text: string, pos: number, digit: (ch: number) => boolean = isDigit): number {
+  let afterDigit = false;
+  for (;; pos++) {
     const ch = text.charCodeAt(pos);
-    if (!isDigit(ch) && ch !== 95) return pos;
-    pos++;
+    if (digit(ch)) afterDigit = true;
+    else if (ch !== 95) return pos;
+    else if (!afterDigit || !digit(text.charCodeAt(pos + 1))) return -1;
+    else afterDigit = false;
   }
 }
 
