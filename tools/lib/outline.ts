@@ -42,7 +42,9 @@ export interface Usage {
  * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error), and when the module
  * calls `import(…)` or `require(…)` or assigns `module.exports` (their specifiers and bindings may sit in what an
  * outline drops; the words in a comment or a string do not count); the caller also drops an outline the parser
- * rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned.
+ * rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned. A syntax error inside what is
+ * dropped (a function body whose brackets balance but which does not parse) goes unseen: the whole tree would report
+ * it, while the module's imports and exports read the same either way.
  */
 export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>): Outline | undefined {
   const SK = ts.SyntaxKind;
