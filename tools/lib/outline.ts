@@ -52,6 +52,13 @@ export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>):
   const tokens = new TokenReader(ts, tables, text);
   const scanner = tokens.scanner;
   const uses: Use[] = [];
+  // Most words are not watched: a word's value is made and looked up only when a watched name has its first character
+  // and length.
+  let watched: Uint8Array | undefined;
+  if (watch && watch.size > 0) {
+    watched = new Uint8Array(NAME_KEYS);
+    for (const name of watch) watched[nameKey(name, 0, name.length)] = 1;
+  }
   const parts: string[] = [];
   let length = 0;
   let lastEnd = 0;
@@ -67,7 +74,10 @@ export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>):
   /** The depth of the kept list or pattern being emitted (`import {…}`, `const [a, [b]] =`); nothing in it drops. */
   let keeping = Infinity;
   for (let token = tokens.next(); token !== SK.EndOfFileToken; token = tokens.next()) {
-    if (watch && token === SK.Identifier && watch.has(scanner.getTokenValue())) {
+    if (
+      watched && token === SK.Identifier && watched[nameKey(text, scanner.getTokenStart(), scanner.getTokenEnd())] &&
+      watch!.has(scanner.getTokenValue())
+    ) {
       const use = useAt(ts, tables, tokens);
       if (use) uses.push(use);
     }
@@ -221,6 +231,14 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
   if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) return undefined;
   if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) return undefined; // `static ns =`
   return member === undefined ? { at, name } : { at, name, member };
+}
+
+/** How many keys nameKey makes. */
+const NAME_KEYS = 1 << 13;
+
+/** A key of the word at `start` to `end` in `text` from its first character and length (different words share some). */
+function nameKey(text: string, start: number, end: number): number {
+  return ((text.charCodeAt(start) & 127) << 6) | Math.min(end - start, 63);
 }
 
 /** Whether the scanner is on `import(`, `require(` or `module.exports`. */
