@@ -1,10 +1,11 @@
 // Reading a module from its tokens where a syntax tree would cost more than
 // it tells: the outline of its top-level statements, which is all a module
-// summary parses, and how names are used in it. Tokens come from TypeScript's
-// scanner; what the scanner needs the parser for (whether a `/` starts a
-// regular expression, where a template literal resumes) is decided here from
-// the tokens before, and a scan that is not sure of itself says so: callers
-// then parse the whole text.
+// summary parses, and how names are used in it. Tokens come from
+// token_scanner.ts, which reads them as TypeScript's scanner does; what a
+// scanner needs the parser for (whether a `/` starts a regular expression,
+// where a template literal resumes) is decided here from the tokens before,
+// and a scan that is not sure of itself says so: callers then parse the whole
+// text.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
 import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
