@@ -1,9 +1,10 @@
 // The scanner outlines read modules with (tools/lib/token_scanner.ts) against
 // TypeScript's own, as the outline drives them (tokenStream): the same tokens
 // (kind, position, line break before, value) on every TypeScript and
-// JavaScript file of this repository and of the code fixtures, and on texts
-// written to trip it; where it gives up instead (a word outside ASCII, a
-// merge conflict marker), the summary is read from the whole tree.
+// JavaScript file of this repository and of the code fixtures, on texts
+// written to trip it and on random fragments (where it never reads a text
+// TypeScript's scanner rejects); where it gives up instead (a word outside
+// ASCII, a merge conflict marker), the summary is read from the whole tree.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -83,6 +84,81 @@ describe(`the outline's token scanner (${runtimeName})`, () => {
       }
     }
     assert.ok(read > 50, `only ${read} fixture modules`);
+  });
+
+  it("on random fragments, reads what TypeScript's scanner reads or gives up, and never reads what it rejects", () => {
+    // Fragments cut from this repository's sources (some with characters deleted), and strings of tricky characters:
+    // where both scanners read to the end, the same tokens; where TypeScript's reports an error, this one gives up.
+    let seed = 20261130;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
+    const texts = ["core", "tools", "test"].flatMap((dir) => sources(path.join(repoRoot, dir)))
+      .map((file) => readFileSync(file, "utf8"));
+    const pieces = [
+      "/",
+      "*",
+      "'",
+      '"',
+      "`",
+      "{",
+      "}",
+      "(",
+      ")",
+      "[",
+      "]",
+      "$",
+      "\\",
+      "\n",
+      "\r",
+      ".",
+      "?",
+      "=",
+      ">",
+      "<",
+    ]
+      .concat([
+        "!",
+        "&",
+        "|",
+        "0",
+        "1",
+        "x",
+        "n",
+        "e",
+        "_",
+        "a",
+        " ",
+        "+",
+        "-",
+        "#",
+        "@",
+        ";",
+        ":",
+        "return",
+        "typeof",
+      ]);
+    let both = 0;
+    for (let k = 0; k < 10000; k++) {
+      let text: string;
+      if (k % 2 === 0) {
+        const source = texts[random(texts.length)];
+        const from = random(source.length);
+        text = source.slice(from, from + 1 + random(300));
+        if (random(3) === 0) {
+          const cut = random(text.length);
+          text = text.slice(0, cut) + text.slice(cut + 1 + random(4));
+        }
+      } else {
+        text = Array.from({ length: 1 + random(10) }, () => pieces[random(pieces.length)]).join("");
+      }
+      const fast = tokenStream(ts, text);
+      const typescript = tokenStream(ts, text, { typescript: true });
+      if (fast.complete) assert.ok(typescript.complete, `read what TypeScript rejects: ${JSON.stringify(text)}`);
+      if (fast.complete && typescript.complete) {
+        both++;
+        assert.deepEqual(fast.tokens, typescript.tokens, JSON.stringify(text));
+      }
+    }
+    assert.ok(both > 2000, `only ${both} fragments read by both`);
   });
 
   it("gives up where it does not read as TypeScript does, and the whole tree is parsed", () => {
