@@ -181,11 +181,23 @@ describe(`the outline's token scanner (${runtimeName})`, () => {
     assert.deepEqual(summarizeModule(ts, "src/m.ts", "export const café = 1;").exports.map((e) => e.name), ["café"]);
   });
 
-  it("reports an error where TypeScript's scanner does: numeric separators out of place", () => {
-    for (const number of ["1__0", "1_", "1._5", "1e_5", "0x_1", "0b1_", "0_1", "1_.5"]) {
-      const text = `export const n = ${number};`;
-      assert.equal(tokenStream(ts, text, { typescript: true }).complete, false, `TypeScript reads ${number}`);
-      assert.equal(tokenStream(ts, text).complete, false, number);
+  it("reports an error where TypeScript's scanner does: numeric separators out of place, malformed escapes", () => {
+    const numbers = ["1__0", "1_", "1._5", "1e_5", "0x_1", "0b1_", "0_1", "1_.5"];
+    const strings = [
+      String.raw`"\x4"`,
+      String.raw`"\u12"`,
+      String.raw`"\u{110000}"`,
+      String.raw`"\u{}"`,
+      String.raw`'\08'`,
+    ];
+    for (const literal of [...numbers, ...strings, String.raw`"\1"`, String.raw`"\9"`]) {
+      const text = `export const n = ${literal};`;
+      assert.equal(tokenStream(ts, text, { typescript: true }).complete, false, `TypeScript reads ${literal}`);
+      assert.equal(tokenStream(ts, text).complete, false, literal);
     }
+    // Escapes that are fine stay fine.
+    const fine = String.raw`const s = "\x41\u0042\u{10FFFF}\0\a\'\\", t = '\
+';`;
+    assert.ok(assertSameTokens(fine, "escapes"), "TypeScript's scanner rejects the escapes that are fine");
   });
 });
