@@ -44,6 +44,11 @@ export class Resolver {
   readonly #packageByDir: ReadonlyMap<string, PackageInfo>;
   readonly #optionSets = new Map<string, OptionSet>();
   readonly #formats = new Map<string, TS.ResolutionMode>();
+  /** What the failed lookups of a resolution (and of its fallback) lead to; null for nothing. */
+  readonly #fromFailures = new WeakMap<
+    TS.ResolvedModuleWithFailedLookupLocations,
+    Map<TS.ResolvedModuleWithFailedLookupLocations, Resolution | null>
+  >();
   readonly #host: TS.ModuleResolutionHost;
 
   constructor(
@@ -136,12 +141,12 @@ export class Resolver {
     const set = this.#optionsFor(config);
     const ts = this.#ts;
     const mode = this.#modeFor(importer, record, set);
-    let result = ts.resolveModuleName(spec, toVirtual(importer), set.options, this.#host, set.cache, undefined, mode);
-    let found = this.#accept(result);
+    const first = ts.resolveModuleName(spec, toVirtual(importer), set.options, this.#host, set.cache, undefined, mode);
+    let found = this.#accept(first);
     if (found) return found;
-    const failed = [...this.#failedLookups(result)];
+    let fallback: TS.ResolvedModuleWithFailedLookupLocations | undefined;
     if (set.fallback) {
-      result = ts.resolveModuleName(
+      fallback = ts.resolveModuleName(
         spec,
         toVirtual(importer),
         set.fallback.options,
@@ -150,12 +155,20 @@ export class Resolver {
         undefined,
         mode,
       );
-      found = this.#accept(result);
+      found = this.#accept(fallback);
       if (found) return found;
-      failed.push(...this.#failedLookups(result));
     }
-    found = this.#fromFailedLookups(failed);
-    if (found) return found;
+    // The same failure (TypeScript's cache hands back the same result for every importer in a directory, and every
+    // test that imports a package not installed fails alike) is read once.
+    let byFallback = this.#fromFailures.get(first);
+    if (!byFallback) this.#fromFailures.set(first, byFallback = new Map());
+    const key = fallback ?? first;
+    if (!byFallback.has(key)) {
+      const failed = [...this.#failedLookups(first), ...(fallback ? this.#failedLookups(fallback) : [])];
+      byFallback.set(key, this.#fromFailedLookups(failed) ?? null);
+    }
+    found = byFallback.get(key) ?? undefined;
+    if (found) return { ...found };
     return this.#classify(importer, spec, config);
   }
 
