@@ -4,6 +4,7 @@
 // The syntax tree is dropped after this: the module graph keeps summaries only.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
+import { NameFilter } from "./name_filter.ts";
 import { isKeywordName, lastAtOrBelow, outlineOf, tokenUsage, type Usage, usageFrom, type Use } from "./outline.ts";
 
 /** How a module names another. */
@@ -648,13 +649,8 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     }
     return found;
   }
-  // A word is sliced out and looked up only when a name has its length, first and last character: most are not.
-  const keys: number[] = [];
-  for (const name of names) {
-    const key = wordKey(name.charCodeAt(0), name.charCodeAt(name.length - 1), name.length);
-    maybeName[key] = 1;
-    keys.push(key);
-  }
+  // A word is sliced out and looked up only when the filter lets it through: most are not.
+  const filter = new NameFilter(names);
   const length = text.length;
   for (let at = 0; at < length;) {
     if (!isWordCode(text.charCodeAt(at))) {
@@ -663,23 +659,15 @@ function wordPositions(text: string, names: ReadonlySet<string>): Map<string, nu
     }
     const start = at++;
     while (at < length && isWordCode(text.charCodeAt(at))) at++;
-    if (maybeName[wordKey(text.charCodeAt(start), text.charCodeAt(at - 1), at - start)] === 0) continue;
+    if (!filter.mayBe(text, start, at)) continue;
     const word = text.slice(start, at);
     if (!names.has(word)) continue;
     const list = found.get(word);
     if (list) list.push(start);
     else found.set(word, [start]);
   }
-  for (const key of keys) maybeName[key] = 0;
+  filter.release();
   return found;
-}
-
-/** wordPositions' filter, all zeros between calls: one for all modules (64 kB each would wait for the collector). */
-const maybeName = new Uint8Array(1 << 16);
-
-/** A 16-bit key of a word's first and last character and length (a filter: different words may share one). */
-function wordKey(first: number, last: number, length: number): number {
-  return ((first * 31 + last) * 31 + length) & 0xffff;
 }
 
 /** Up to this many names, wordPositions searches for each; beyond, it reads the text's words once. */

@@ -8,6 +8,7 @@
 // text.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
+import { NameFilter } from "./name_filter.ts";
 import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 
 /** A module's text with what the summary does not need left out, and the way back to positions in the text. */
@@ -48,18 +49,24 @@ export interface Usage {
  * it, while the module's imports and exports read the same either way.
  */
 export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>): Outline | undefined {
+  // Most words are not watched: a word's value is made and looked up only when the filter lets it through.
+  const watched = watch && watch.size > 0 ? new NameFilter(watch) : undefined;
+  const outline = readOutline(ts, text, watch, watched);
+  watched?.release();
+  return outline;
+}
+
+function readOutline(
+  ts: TsApi,
+  text: string,
+  watch: ReadonlySet<string> | undefined,
+  watched: NameFilter | undefined,
+): Outline | undefined {
   const SK = ts.SyntaxKind;
   const tables = scanTables(ts);
   const tokens = new TokenReader(ts, tables, text);
   const scanner = tokens.scanner;
   const uses: Use[] = [];
-  // Most words are not watched: a word's value is made and looked up only when a watched name has its first character
-  // and length.
-  let watched: Uint8Array | undefined;
-  if (watch && watch.size > 0) {
-    watched = new Uint8Array(NAME_KEYS);
-    for (const name of watch) watched[nameKey(name, 0, name.length)] = 1;
-  }
   const parts: string[] = [];
   let length = 0;
   let lastEnd = 0;
@@ -76,7 +83,7 @@ export function outlineOf(ts: TsApi, text: string, watch?: ReadonlySet<string>):
   let keeping = Infinity;
   for (let token = tokens.next(); token !== SK.EndOfFileToken; token = tokens.next()) {
     if (
-      watched && token === SK.Identifier && watched[nameKey(text, scanner.getTokenStart(), scanner.getTokenEnd())] &&
+      watched && token === SK.Identifier && watched.mayBe(text, scanner.getTokenStart(), scanner.getTokenEnd()) &&
       watch!.has(scanner.getTokenValue())
     ) {
       const use = useAt(ts, tables, tokens);
@@ -232,14 +239,6 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
   if (before === SK.TypeKeyword && (next === SK.LessThanToken || next === SK.EqualsToken)) return undefined;
   if (next === SK.EqualsToken && (lineStart || tables.memberBefore.has(before))) return undefined; // `static ns =`
   return member === undefined ? { at, name } : { at, name, member };
-}
-
-/** How many keys nameKey makes. */
-const NAME_KEYS = 1 << 13;
-
-/** A key of the word at `start` to `end` in `text` from its first character and length (different words share some). */
-function nameKey(text: string, start: number, end: number): number {
-  return ((text.charCodeAt(start) & 127) << 6) | Math.min(end - start, 63);
 }
 
 /** Whether the scanner is on `import(`, `require(` or `module.exports`. */
