@@ -172,7 +172,8 @@ export async function realDirectory(fs: RootFs, root: string, dir: string): Prom
 interface StatsPlan {
   readonly root: OpenRoot;
   readonly files: readonly string[];
-  readonly lexical: readonly ({ rel: string; display: string } | null)[];
+  /** Each file's root-relative path as answers show it; null for a path refused. */
+  readonly displays: readonly (string | null)[];
   /** Indexes in `files` of the paths in `targets`. */
   readonly plain: readonly number[];
   readonly targets: readonly string[];
@@ -357,7 +358,7 @@ class ConfinedFs implements RootFs {
 
   async stats(rootId: string, files: readonly string[]): Promise<(FileInfo | null)[]> {
     const root = this.#root(rootId);
-    const { lexical, plain, targets } = this.#statsPlan(root, files);
+    const { displays, plain, targets } = this.#statsPlan(root, files);
     const stamps = await platform().fs.lstatMany(targets);
     const out: (FileInfo | null)[] = new Array(files.length).fill(null);
     for (let k = 0; k < plain.length; k++) {
@@ -365,7 +366,7 @@ class ConfinedFs implements RootFs {
       if (kind === LSTAT_SYMLINK || kind === LSTAT_MISSING) continue;
       const i = plain[k];
       out[i] = {
-        path: lexical[i]!.display,
+        path: displays[i]!,
         kind: kind === LSTAT_FILE ? "file" : kind === LSTAT_DIRECTORY ? "directory" : "other",
         size: stamps[k * LSTAT_FIELDS + 1],
         mtimeMs: stamps[k * LSTAT_FIELDS + 2],
@@ -373,7 +374,7 @@ class ConfinedFs implements RootFs {
     }
     // Anything else (a symlink, a missing file, a path that is not plain) takes `stat`'s full way.
     for (let i = 0; i < files.length; i++) {
-      if (out[i] === null && lexical[i]) out[i] = await this.stat(rootId, files[i]).catch(() => null);
+      if (out[i] === null && displays[i] !== null) out[i] = await this.stat(rootId, files[i]).catch(() => null);
     }
     return out;
   }
@@ -406,7 +407,7 @@ class ConfinedFs implements RootFs {
       }
       return known;
     };
-    const lexical: ({ rel: string; display: string } | null)[] = [];
+    const displays: (string | null)[] = [];
     const plain: number[] = [];
     const targets: string[] = [];
     for (let i = 0; i < files.length; i++) {
@@ -416,14 +417,14 @@ class ConfinedFs implements RootFs {
       } catch {
         name = null;
       }
-      lexical.push(name);
+      displays.push(name?.display ?? null);
       if (name && plainDir(parentOf(name.rel))) {
         plain.push(i);
         targets.push(under(name.rel));
       }
     }
     const checked = [...plainDirs].filter(([rel, isPlain]) => isPlain && rel !== "").map(([rel]) => under(rel));
-    return this.#lastStatsPlan = { root, files: [...files], lexical, plain, targets, plainDirs: checked };
+    return this.#lastStatsPlan = { root, files: [...files], displays, plain, targets, plainDirs: checked };
   }
 
   async list(rootId: string, dir = "."): Promise<DirEntry[]> {

@@ -2,9 +2,9 @@
 // that touches the process, stdio or the file system goes through it, so the
 // deno host never loads node's compatibility layer at startup (measured: the
 // node:fs and node:process polyfills cost deno ~40 ms of a ~60 ms start).
+import type { LstatMany } from "./lstat_many.ts";
 
 /** Which JavaScript runtime is executing warden. */
-import type { LstatMany } from "./lstat_many.ts";
 export type RuntimeName = "node" | "deno";
 
 /** Name and version of the running runtime, and the binary that runs it. */
