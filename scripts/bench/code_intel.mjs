@@ -465,13 +465,13 @@ for (const tree of trees) {
   let target;
   for (let i = 0; i < flags.runs; i++) {
     note(`bench: ${tree.name}: round ${i + 1} of ${flags.runs}: madge, knip, warden on ${runtimes.join(" and ")} ...`);
-    madgeRuns.push(await runMeasured(process.execPath, madgeArgs(tree.dir), tree.dir));
-    if (madgeRuns[0].code !== 0) fail(`madge failed on ${tree.name}: ${madgeRuns[0].stderr.slice(0, 500)}`);
-    target ??= tree.truth?.target ?? madgeDependents(madgeRuns[0].stdout, "").top;
-    knipRuns.push(await runMeasured(process.execPath, knipArgs(), tree.dir));
-    if (!knipRuns[0].stdout.trim().startsWith("{")) {
-      fail(`knip failed on ${tree.name}: ${knipRuns[0].stderr.slice(0, 500)}`);
-    }
+    const madgeRun = await runMeasured(process.execPath, madgeArgs(tree.dir), tree.dir);
+    if (madgeRun.code !== 0) fail(`madge failed on ${tree.name}: ${madgeRun.stderr.slice(0, 500)}`);
+    madgeRuns.push(madgeRun);
+    target ??= tree.truth?.target ?? madgeDependents(madgeRun.stdout, "").top;
+    const knipRun = await runMeasured(process.execPath, knipArgs(), tree.dir);
+    if (!knipRun.stdout.trim().startsWith("{")) fail(`knip failed on ${tree.name}: ${knipRun.stderr.slice(0, 500)}`);
+    knipRuns.push(knipRun);
     for (const runtime of runtimes) {
       // One process: the cold query builds the graph; the warm ones answer from it (another module each time).
       radiusByRuntime.get(runtime).push(
