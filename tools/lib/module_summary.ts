@@ -6,6 +6,7 @@ import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
 import { isKeywordName, lastAtOrBelow, outlineOf, tokenUsage, type Usage, usageFrom, type Use } from "./outline.ts";
+import { TopLevel, topLevelOfOutline, topLevelOfTree } from "./top_level.ts";
 
 /** How a module names another. */
 export type ImportKind =
@@ -144,15 +145,22 @@ export function summarizeModule(
   let watch: Set<string> | undefined;
   for (const match of text.matchAll(NAMESPACE_IMPORT)) (watch ??= new Set()).add(match[1]);
   const outline = useOutline && kind === ts.ScriptKind.TS ? outlineOf(ts, text, watch) : undefined;
+  const lineAt = lineCounter(text);
   if (outline !== undefined) {
+    const read = { uses: outline.uses, of: watch ?? new Set<string>() };
+    const wholeTree = () => parse(ts, file, text, kind);
+    // The top-level statements, read from the outline's tokens; parsed when the reader is not sure of them.
+    const fromTokens = topLevelOfOutline(ts, text, outline.tokens, lineAt);
+    if (fromTokens !== undefined) return summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read);
     const sf = parse(ts, file, outline.text, kind);
     if (diagnosticsOf(sf).length === 0) {
-      const read = { uses: outline.uses, of: watch ?? new Set<string>() };
-      return summarizeTree(ts, text, kind, sf, outline.at, () => parse(ts, file, text, kind), read);
+      const top = topLevelOfTree(ts, text, sf, outline.at, lineAt);
+      return summarize(ts, text, kind, top, lineAt, wholeTree, read);
     }
   }
   const sf = parse(ts, file, text, kind);
-  return summarizeTree(ts, text, kind, sf, (position) => position, () => sf);
+  const top = topLevelOfTree(ts, text, sf, (position) => position, lineAt);
+  return summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf));
 }
 
 /** Text that may call import() or require(), comments between the word and `(` included. */
@@ -177,217 +185,31 @@ function diagnosticsOf(sf: TS.SourceFile): readonly TS.DiagnosticWithLocation[] 
 }
 
 /**
- * The summary of a module read from `sf`, a tree of its text or of its outline; `at` takes positions in the tree to
- * positions in `text`; `wholeTree` parses the whole text when the outline is not enough.
+ * The summary of a module from its top-level statements' records; `wholeTree` parses the whole text when the records
+ * are not enough, `read` has the uses an outline read of the names it watched (none for a whole tree), `diagnostics`
+ * are a whole tree's.
  */
-function summarizeTree(
+function summarize(
   ts: TsApi,
   text: string,
   kind: TS.ScriptKind,
-  sf: TS.SourceFile,
-  at: (position: number) => number,
+  top: TopLevel,
+  lineAt: (position: number) => number,
   wholeTree: () => TS.SourceFile,
   read?: { readonly uses: readonly Use[]; readonly of: ReadonlySet<string> },
+  diagnostics: readonly TS.DiagnosticWithLocation[] = [],
 ): ModuleSummary {
   const SK = ts.SyntaxKind;
-  let starts: number[] | undefined;
-  const lineAt = (position: number): number => lastAtOrBelow(starts ??= lineStarts(text), at(position)) + 1;
-  const lineOf = (node: TS.Node) => lineAt(node.getStart(sf));
-  const imports: {
-    specifier: string;
-    line: number;
-    kind: ImportKind;
-    typeOnly: boolean;
-    bindings: (Omit<Binding, "members" | "escapes">)[];
-  }[] = [];
-  const exports: ExportRecord[] = [];
-  const symbols: SymbolRecord[] = [];
+  const { imports, exports, symbols } = top;
   const computed: ComputedImport[] = [];
-  let commonjs = false;
-
-  const hasModifier = (node: TS.Node, kind: TS.SyntaxKind) =>
-    ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === kind);
   const literalText = (node: TS.Node | undefined): string | undefined =>
     node && (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) ? node.text : undefined;
-  const nameText = (node: TS.Node): string =>
-    ts.isIdentifier(node) || ts.isStringLiteral(node) || ts.isPrivateIdentifier(node)
-      ? node.text
-      : text.slice(at(node.getStart(sf)), at(node.end));
-
-  // Overloads and merged declarations: one symbol per name and kind, and one export.
-  const symbolKeys = new Set<string>();
-  const declare = (name: string, kind: SymbolKind, line: number, exported: boolean, typeOnly: boolean) => {
-    const key = `${kind} ${name}`;
-    if (!symbolKeys.has(key)) {
-      symbolKeys.add(key);
-      symbols.push({ name, kind, line, exported, typeOnly });
-    }
-  };
-  const exportedDeclarations = new Set<string>();
-  const bindingNames = (name: TS.BindingName, out: string[] = []): string[] => {
-    if (ts.isIdentifier(name)) out.push(name.text);
-    else {for (const element of name.elements) {
-        if (!ts.isOmittedExpression(element)) bindingNames(element.name, out);
-      }}
-    return out;
-  };
-
-  for (const statement of sf.statements) {
-    const line = lineOf(statement);
-    if (ts.isImportDeclaration(statement)) {
-      const specifier = literalText(statement.moduleSpecifier);
-      if (specifier === undefined) continue;
-      const clause = statement.importClause;
-      if (!clause) {
-        imports.push({ specifier, line, kind: "side-effect", typeOnly: false, bindings: [] });
-        continue;
-      }
-      const declTypeOnly = clause.isTypeOnly;
-      const bindings: Omit<Binding, "members" | "escapes">[] = [];
-      if (clause.name) bindings.push({ imported: "default", local: clause.name.text, typeOnly: declTypeOnly });
-      const named = clause.namedBindings;
-      if (named && ts.isNamespaceImport(named)) {
-        bindings.push({ imported: "*", local: named.name.text, typeOnly: declTypeOnly });
-      } else if (named) {
-        for (const element of named.elements) {
-          bindings.push({
-            imported: nameText(element.propertyName ?? element.name),
-            local: element.name.text,
-            typeOnly: declTypeOnly || element.isTypeOnly,
-          });
-        }
-      }
-      imports.push({
-        specifier,
-        line,
-        kind: bindings.length === 0 ? "side-effect" : "static",
-        // `import {} from "x"` still runs x; a type-only import needs every binding type-only.
-        typeOnly: bindings.length > 0 && bindings.every((b) => b.typeOnly),
-        bindings,
-      });
-      continue;
-    }
-    if (ts.isImportEqualsDeclaration(statement)) {
-      const ref = statement.moduleReference;
-      const exported = hasModifier(statement, SK.ExportKeyword);
-      if (ts.isExternalModuleReference(ref)) {
-        const specifier = literalText(ref.expression);
-        if (specifier !== undefined) {
-          imports.push({
-            specifier,
-            line,
-            kind: "import-equals",
-            typeOnly: statement.isTypeOnly,
-            bindings: [{ imported: "*", local: statement.name.text, typeOnly: statement.isTypeOnly }],
-          });
-        }
-      }
-      declare(statement.name.text, "namespace", line, exported, statement.isTypeOnly);
-      if (exported) {
-        exportedDeclarations.add(`namespace ${statement.name.text}`);
-        exports.push({
-          name: statement.name.text,
-          kind: "namespace",
-          typeOnly: statement.isTypeOnly,
-          line,
-          local: statement.name.text,
-        });
-      }
-      continue;
-    }
-    if (ts.isExportDeclaration(statement)) {
-      const specifier = literalText(statement.moduleSpecifier);
-      const clause = statement.exportClause;
-      if (specifier !== undefined) {
-        const index = imports.length;
-        const bindings: Omit<Binding, "members" | "escapes">[] = [];
-        if (!clause) {
-          bindings.push({ imported: "*", local: "*", typeOnly: statement.isTypeOnly });
-          exports.push({
-            name: "*",
-            kind: "re-export",
-            typeOnly: statement.isTypeOnly,
-            line,
-            from: index,
-            sourceName: "*",
-          });
-        } else if (ts.isNamespaceExport(clause)) {
-          const name = nameText(clause.name);
-          bindings.push({ imported: "*", local: name, typeOnly: statement.isTypeOnly });
-          exports.push({ name, kind: "re-export", typeOnly: statement.isTypeOnly, line, from: index, sourceName: "*" });
-        } else {
-          for (const element of clause.elements) {
-            const typeOnly = statement.isTypeOnly || element.isTypeOnly;
-            const sourceName = nameText(element.propertyName ?? element.name);
-            const name = nameText(element.name);
-            bindings.push({ imported: sourceName, local: name, typeOnly });
-            exports.push({ name, kind: "re-export", typeOnly, line: lineOf(element), from: index, sourceName });
-          }
-        }
-        imports.push({
-          specifier,
-          line,
-          kind: "re-export",
-          typeOnly: bindings.length > 0 && bindings.every((b) => b.typeOnly),
-          bindings,
-        });
-      } else if (clause && ts.isNamedExports(clause)) {
-        for (const element of clause.elements) {
-          const local = nameText(element.propertyName ?? element.name);
-          exports.push({
-            name: nameText(element.name),
-            kind: "value",
-            typeOnly: statement.isTypeOnly || element.isTypeOnly,
-            line: lineOf(element),
-            local,
-          });
-        }
-      }
-      continue;
-    }
-    if (ts.isExportAssignment(statement)) {
-      const name = statement.isExportEquals ? "export=" : "default";
-      const local = ts.isIdentifier(statement.expression) ? statement.expression.text : undefined;
-      exports.push({ name, kind: "value", typeOnly: false, line, ...(local ? { local } : {}) });
-      continue;
-    }
-    const exported = hasModifier(statement, SK.ExportKeyword);
-    const isDefault = exported && hasModifier(statement, SK.DefaultKeyword);
-    const record = (given: string | undefined, kind: SymbolKind, typeOnly: boolean) => {
-      // A declaration the parser recovered without a name (`export function (`) declares nothing.
-      const name = given || undefined;
-      if (given === "" && !isDefault) return;
-      if (name !== undefined) declare(name, kind, line, exported, typeOnly);
-      if (exported) {
-        const exportName = isDefault ? "default" : name;
-        if (exportName !== undefined && !exportedDeclarations.has(`${kind} ${exportName}`)) {
-          exportedDeclarations.add(`${kind} ${exportName}`);
-          exports.push({ name: exportName, kind, typeOnly, line, ...(isDefault && name ? { local: name } : {}) });
-        }
-      }
-    };
-    if (ts.isFunctionDeclaration(statement)) record(statement.name?.text, "function", false);
-    else if (ts.isClassDeclaration(statement)) record(statement.name?.text, "class", false);
-    else if (ts.isInterfaceDeclaration(statement)) record(statement.name.text, "interface", true);
-    else if (ts.isTypeAliasDeclaration(statement)) record(statement.name.text, "type", true);
-    else if (ts.isEnumDeclaration(statement)) record(statement.name.text, "enum", false);
-    else if (ts.isModuleDeclaration(statement)) {
-      // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
-      if (ts.isIdentifier(statement.name) && !(statement.flags & ts.NodeFlags.GlobalAugmentation)) {
-        record(statement.name.text, "namespace", false);
-      }
-    } else if (ts.isVariableStatement(statement)) {
-      for (const declaration of statement.declarationList.declarations) {
-        for (const name of bindingNames(declaration.name)) record(name, "variable", false);
-      }
-    } else if (ts.isExpressionStatement(statement)) {
-      commonjs = commonJsExports(ts, statement.expression, line, exports) || commonjs;
-    }
-  }
 
   // A walk over the whole tree for dynamic imports, require calls and import
   // types, when the text has any.
   const stack: TS.Node[] = [];
+  let tree: TS.SourceFile | undefined;
+  const lineOf = (node: TS.Node) => lineAt(node.getStart(tree));
   /** Where import-like declarations name their locals: these are not uses. */
   const declared: number[] = [];
   const specifierRanges: [number, number][] = [];
@@ -401,7 +223,7 @@ function summarizeTree(
     }
     if (parent && ts.isVariableDeclaration(parent) && parent.initializer === child) {
       if (ts.isIdentifier(parent.name)) {
-        declared.push(parent.name.getStart(sf));
+        declared.push(parent.name.getStart(tree));
         return [{ imported: "*", local: parent.name.text, typeOnly: false }];
       }
       if (ts.isObjectBindingPattern(parent.name)) {
@@ -494,11 +316,8 @@ function summarizeTree(
     stack.pop();
   };
   // An outline (`read` is its uses) is only made of modules without these.
-  if (read === undefined && CALLS_IMPORT_OR_REQUIRE.test(text)) visit(wholeTree());
-  const importRanges: [number, number][] = sf.statements
-    .filter((st) => ts.isImportDeclaration(st) || ts.isImportEqualsDeclaration(st))
-    .map((st): [number, number] => [at(st.pos), at(st.end)])
-    .concat(specifierRanges);
+  if (read === undefined && CALLS_IMPORT_OR_REQUIRE.test(text)) visit(tree = wholeTree());
+  const importRanges = top.importRanges.concat(specifierRanges);
   // One pass over the text finds every name this module imports or exports, wherever it occurs.
   const names = new Set<string>();
   for (const record of imports) {
@@ -561,13 +380,12 @@ function summarizeTree(
     const threshold = record.local !== undefined && record.kind === "value" ? 2 : 1;
     return (words.get(declared)?.length ?? 0) > threshold ? { ...record, usedInFile: true } : record;
   });
-  const diagnostics = diagnosticsOf(sf);
   const summary: ModuleSummary = {
     imports: finished,
     exports: withUse,
     symbols,
     computed,
-    commonjs,
+    commonjs: top.commonjs,
   };
   if (diagnostics.length > 0) {
     const first = diagnostics[0];
@@ -581,6 +399,12 @@ function summarizeTree(
     };
   }
   return summary;
+}
+
+/** The line (from 1) of each position in `text`; lines are counted on the first call. */
+function lineCounter(text: string): (position: number) => number {
+  let starts: number[] | undefined;
+  return (position) => lastAtOrBelow(starts ??= lineStarts(text), position) + 1;
 }
 
 /** Where each line of `text` starts, with TypeScript's line breaks: LF, CR, CRLF, U+2028 and U+2029. */
@@ -734,37 +558,4 @@ function isReference(
   if (ts.isImportSpecifier(parent) || ts.isImportClause(parent) || ts.isNamespaceImport(parent)) return false;
   if (ts.isTypeParameterDeclaration(parent) || ts.isJsxAttribute(parent)) return false;
   return (parent as TS.Node & { name?: TS.Node }).name !== node;
-}
-
-/** Records `module.exports = { a }`, `module.exports.a = …` and `exports.a = …`; true when any was found. */
-function commonJsExports(ts: TsApi, expression: TS.Expression, line: number, exports: ExportRecord[]): boolean {
-  if (!ts.isBinaryExpression(expression) || expression.operatorToken.kind !== ts.SyntaxKind.EqualsToken) {
-    return false;
-  }
-  const left = expression.left;
-  const isModuleExports = (node: TS.Node) =>
-    ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "module" &&
-    node.name.text === "exports";
-  const add = (name: string) => {
-    if (!exports.some((e) => e.name === name)) exports.push({ name, kind: "commonjs", typeOnly: false, line });
-  };
-  if (isModuleExports(left)) {
-    const right = expression.right;
-    if (ts.isObjectLiteralExpression(right)) {
-      for (const property of right.properties) {
-        if (property.name && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))) {
-          add(property.name.text);
-        }
-      }
-    } else add("default");
-    return true;
-  }
-  if (
-    ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.name) &&
-    ((ts.isIdentifier(left.expression) && left.expression.text === "exports") || isModuleExports(left.expression))
-  ) {
-    add(left.name.text);
-    return true;
-  }
-  return false;
 }

@@ -1,6 +1,7 @@
 // Reading a module from its tokens where a syntax tree would cost more than
 // it tells: the outline of its top-level statements, which is all a module
-// summary parses, and how names are used in it. Tokens come from
+// summary reads (from its tokens, top_level.ts, or parsed when that reader
+// is not sure), and how names are used in it. Tokens come from
 // token_scanner.ts, which reads them as TypeScript's scanner does; what a
 // scanner needs the parser for (whether a `/` starts a regular expression,
 // where a template literal resumes) is decided here from the tokens before,
@@ -13,11 +14,22 @@ import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 
 /** A module's text with what the summary does not need left out, and the way back to positions in the text. */
 export interface Outline {
+  /** The outline's text, made on first use: the reader of top-level statements (top_level.ts) needs only tokens. */
   readonly text: string;
+  readonly tokens: OutlineTokens;
   /** The position in the module's text of a position in the outline. */
   readonly at: (position: number) => number;
   /** The uses of the names asked to watch, read on the way (see tokenUsage). */
   readonly uses: readonly Use[];
+}
+
+/** The tokens of an outline, by index: their kind, where they are in the module's text, and what precedes them. */
+export interface OutlineTokens {
+  readonly kinds: readonly TS.SyntaxKind[];
+  readonly starts: readonly number[];
+  readonly ends: readonly number[];
+  /** Whether the token is preceded in the outline by a line break (as it was in the text). */
+  readonly lineBreaks: readonly boolean[];
 }
 
 /** One occurrence of a name that is a use: at a position of the text, reading a member or, without one, escaping. */
@@ -67,7 +79,10 @@ function readOutline(
   const tokens = new TokenReader(ts, tables, text);
   const scanner = tokens.scanner;
   const uses: Use[] = [];
-  const parts: string[] = [];
+  const kinds: TS.SyntaxKind[] = [];
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const lineBreaks: boolean[] = [];
   let length = 0;
   let lastEnd = 0;
   // Where the outline's offset from the text changes: outline position, and what to add there and after. A position
@@ -76,7 +91,7 @@ function readOutline(
   const shift: number[] = [0];
   // For each parenthesis open around the scanner (and emitted), the outline as it was after it, to go back to when
   // its contents turn out to be arguments or parameters.
-  const saved: { parts: number; length: number; lastEnd: number; from: number; before: TS.SyntaxKind }[] = [];
+  const saved: { tokens: number; length: number; lastEnd: number; from: number; before: TS.SyntaxKind }[] = [];
   /** The depth of the bracket whose contents are being dropped; -1 when emitting. */
   let dropping = -1;
   /** The depth of the kept list or pattern being emitted (`import {…}`, `const [a, [b]] =`); nothing in it drops. */
@@ -122,7 +137,11 @@ function readOutline(
         next === SK.EqualsGreaterThanToken && !tables.groupsAfter.has(state.before) ||
         (next === SK.ColonToken || next === SK.OpenBraceToken) && tables.signatureBefore.has(state.before)
       ) {
-        parts.length = state.parts;
+        kinds.length =
+          starts.length =
+          ends.length =
+          lineBreaks.length =
+            state.tokens;
         length = state.length;
         lastEnd = state.lastEnd;
         from.length = shift.length = state.from;
@@ -130,26 +149,43 @@ function readOutline(
     }
     const start = scanner.getTokenStart();
     const end = scanner.getTokenEnd();
-    if (start !== lastEnd) {
-      parts.push(scanner.hasPrecedingLineBreak() ? "\n" : " ");
-      length++;
-    }
+    const lineBreak = start !== lastEnd && scanner.hasPrecedingLineBreak();
+    if (start !== lastEnd) length++;
     if (shift[shift.length - 1] !== start - length) {
       from.push(length);
       shift.push(start - length);
     }
-    parts.push(text.slice(start, end));
+    kinds.push(token);
+    starts.push(start);
+    ends.push(end);
+    lineBreaks.push(lineBreak);
     length += end - start;
     lastEnd = end;
-    if (token === SK.OpenParenToken) saved.push({ parts: parts.length, length, lastEnd, from: from.length, before });
+    if (token === SK.OpenParenToken) saved.push({ tokens: kinds.length, length, lastEnd, from: from.length, before });
     if (dropFrom >= 0) dropping = dropFrom;
   }
   if (!tokens.complete) return undefined;
+  let outlineText: string | undefined;
   return {
     uses,
-    text: parts.join(""),
+    get text() {
+      return outlineText ??= textOf(text, starts, ends, lineBreaks);
+    },
+    tokens: { kinds, starts, ends, lineBreaks },
     at: (position) => position + shift[lastAtOrBelow(from, position)],
   };
+}
+
+/** An outline's text: its tokens, each apart from the one before by a line break or a space where the text had a gap. */
+function textOf(text: string, starts: readonly number[], ends: readonly number[], lineBreaks: readonly boolean[]) {
+  const parts: string[] = [];
+  let lastEnd = 0;
+  for (let i = 0; i < starts.length; i++) {
+    if (starts[i] !== lastEnd) parts.push(lineBreaks[i] ? "\n" : " ");
+    parts.push(text.slice(starts[i], ends[i]));
+    lastEnd = ends[i];
+  }
+  return parts.join("");
 }
 
 /**
