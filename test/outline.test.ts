@@ -115,13 +115,16 @@ describe(`outline of a module (${runtimeName})`, () => {
     assert.ok(summary.parseError, "the whole tree reports the error");
   });
 
-  it("gives up on import(), require() and module.exports, not on the words in comments and strings", () => {
+  it("gives up on require(), module.exports and import() it does not read, not on the words in comments and strings", () => {
     for (
       const text of [
         'export async function load() { return (await import("./m.js")).default; }',
         'export type T = typeof import("./m.js");',
-        'export const m = import /* why */ ("./m.js");',
+        'export type U = import("./m.js").U;',
         'export function f() { const { a } = require("./m"); return a; }',
+        'export function g() { const { a } = await import("./m"); return a; }',
+        'export function h(name) { return import("./locales/" + name); }',
+        "export async function i() { x = await import('./m'); }",
         "export const x = 1;\nmodule.exports = { x };",
       ]
     ) {
@@ -131,8 +134,6 @@ describe(`outline of a module (${runtimeName})`, () => {
         summarizeModule(ts, "src/m.ts", text, { outline: false }),
       );
     }
-    const dynamic = summarizeModule(ts, "src/m.ts", 'export const m = import /* why */ ("./m.js");');
-    assert.deepEqual(dynamic.imports.map((i) => [i.specifier, i.kind]), [["./m.js", "dynamic"]]);
     const mentions = [
       '// longer than require("cuid2").bigLength',
       'export const s = "import(x) and module.exports";',
@@ -142,6 +143,102 @@ describe(`outline of a module (${runtimeName})`, () => {
     const summary = summarizeModule(ts, "src/m.ts", mentions);
     assert.deepEqual(summary, summarizeModule(ts, "src/m.ts", mentions, { outline: false }));
     assert.deepEqual(summary.imports, []);
+  });
+
+  it("reads the import() calls a test file makes, wherever they are, as the whole tree does", () => {
+    const text = [
+      'import { test } from "vitest";',
+      'test("a", async () => {',
+      '  const z = await import("./z.js");',
+      "  expect(z.parse(1)).toBe(1);",
+      '  let lazy = import("./lazy.js")',
+      "  lazy.then(done)",
+      '  await import("./side.js");',
+      '  import("./other.js").then((mod) => mod.run());',
+      "});",
+      'export const m = import /* why */ ("./m.js");',
+      'var v = await import("./v.js"), w = 2;',
+    ].join("\n");
+    const outline = outlineOf(ts, text);
+    assert.ok(outline, "the outline gave up");
+    assert.deepEqual(outline.imports.map((call) => call.specifier), [
+      "./z.js",
+      "./lazy.js",
+      "./side.js",
+      "./other.js",
+      "./m.js",
+      "./v.js",
+    ]);
+    const summary = summarizeModule(ts, "src/a.test.ts", text);
+    assert.deepEqual(summary, summarizeModule(ts, "src/a.test.ts", text, { outline: false }));
+    assert.deepEqual(
+      summary.imports.filter((i) => i.kind === "dynamic").map((i) => [i.specifier, i.line, i.bindings]),
+      [
+        ["./z.js", 3, [{ imported: "*", local: "z", typeOnly: false, members: ["parse"] }]],
+        ["./lazy.js", 5, [{ imported: "*", local: "lazy", typeOnly: false, members: ["then"] }]],
+        ["./side.js", 7, []],
+        ["./other.js", 8, [{ imported: "then", local: "", typeOnly: false }]],
+        ["./m.js", 10, [{ imported: "*", local: "m", typeOnly: false }]],
+        ["./v.js", 11, [{ imported: "*", local: "v", typeOnly: false }]],
+      ],
+    );
+  });
+
+  it("on random modules of import() calls, read or not, summarizes as the whole tree does", () => {
+    // The shapes an outline reads, and others near them it must leave to the tree, with line breaks put in at random.
+    let seed = 20261130;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
+    const statements = [
+      'const z = await import("./z")',
+      'let y = import("./y")',
+      'var { a, b: c, "d-e": de, } = await import("./ab")',
+      'const { ...r } = await import("./r")',
+      'const { default: dd } = await import("./dd")',
+      'const { default } = await import("./bad")',
+      'const { a: { b } } = await import("./nested")',
+      'await import("./s")',
+      'import("./t").then(f)',
+      'x = await import("./x")',
+      '(await import("./p")).q',
+      'type T = typeof import("./t")',
+      'const u: import("./u").U = v',
+      'foo(await import("./f"))',
+      'const w = await import("./w") + 1',
+      'const d = await import("./d")\n.default',
+      'export const e = await import("./e")',
+      '/* c */ const k = await import("./k")',
+      'const h = /* c */ await import("./h")',
+      '// x\nawait import("./cm")',
+      'a = b\nawait import("./asi")',
+      'a = b +\nawait import("./cont")',
+      'q = `${\nawait import("./tpl")}`',
+      'const m = import("./m"), n = 2',
+      "let v2 = import(`./tpl`)",
+      'const dyn = await import("./" + name)',
+      "z.parse(1)",
+      'import { z as zz } from "./zz"',
+    ];
+    const separators = ["\n", ";", "; ", ";\n", "\n\n", " "];
+    let read = 0;
+    for (let k = 0; k < 2000; k++) {
+      let body = "";
+      for (let n = 1 + random(5); n > 0; n--) {
+        let statement = statements[random(statements.length)];
+        if (random(2) === 0) {
+          const space = statement.indexOf(" ", random(statement.length));
+          if (space !== -1) statement = statement.slice(0, space) + "\n" + statement.slice(space + 1);
+        }
+        body += statement + separators[random(separators.length)];
+      }
+      const text = random(2) === 0 ? `test("t", async () => {\n${body}\n});\n` : body;
+      if (outlineOf(ts, text) !== undefined) read++;
+      assert.deepEqual(
+        summarizeModule(ts, "src/m.ts", text),
+        summarizeModule(ts, "src/m.ts", text, { outline: false }),
+        JSON.stringify(text),
+      );
+    }
+    assert.ok(read > 200, `only ${read} modules outlined`);
   });
 
   it("summarizes every TypeScript module of the code fixtures as the whole tree does", () => {

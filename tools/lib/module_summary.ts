@@ -5,7 +5,16 @@
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../core/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
-import { isKeywordName, lastAtOrBelow, outlineOf, tokenUsage, type Usage, usageFrom, type Use } from "./outline.ts";
+import {
+  type DynamicImport,
+  isKeywordName,
+  lastAtOrBelow,
+  outlineOf,
+  tokenUsage,
+  type Usage,
+  usageFrom,
+  type Use,
+} from "./outline.ts";
 import { TopLevel, topLevelOfOutline, topLevelOfTree } from "./top_level.ts";
 
 /** How a module names another. */
@@ -147,7 +156,7 @@ export function summarizeModule(
   const outline = useOutline && kind === ts.ScriptKind.TS ? outlineOf(ts, text, watch) : undefined;
   const lineAt = lineCounter(text);
   if (outline !== undefined) {
-    const read = { uses: outline.uses, of: watch ?? new Set<string>() };
+    const read = { uses: outline.uses, of: watch ?? new Set<string>(), imports: outline.imports };
     const wholeTree = () => parse(ts, file, text, kind);
     // The top-level statements, read from the outline's tokens; parsed when the reader is not sure of them.
     const fromTokens = topLevelOfOutline(ts, text, outline.tokens, lineAt);
@@ -186,7 +195,8 @@ function diagnosticsOf(sf: TS.SourceFile): readonly TS.DiagnosticWithLocation[] 
 
 /**
  * The summary of a module from its top-level statements' records; `wholeTree` parses the whole text when the records
- * are not enough, `read` has the uses an outline read of the names it watched (none for a whole tree), `diagnostics`
+ * are not enough, `read` what an outline read on the way (the uses of the names it watched, its `import()` calls; none
+ * for a whole tree), `diagnostics`
  * are a whole tree's.
  */
 function summarize(
@@ -196,7 +206,11 @@ function summarize(
   top: TopLevel,
   lineAt: (position: number) => number,
   wholeTree: () => TS.SourceFile,
-  read?: { readonly uses: readonly Use[]; readonly of: ReadonlySet<string> },
+  read?: {
+    readonly uses: readonly Use[];
+    readonly of: ReadonlySet<string>;
+    readonly imports: readonly DynamicImport[];
+  },
   diagnostics: readonly TS.DiagnosticWithLocation[] = [],
 ): ModuleSummary {
   const SK = ts.SyntaxKind;
@@ -315,8 +329,22 @@ function summarize(
     ts.forEachChild(node, visit);
     stack.pop();
   };
-  // An outline (`read` is its uses) is only made of modules without these.
-  if (read === undefined && CALLS_IMPORT_OR_REQUIRE.test(text)) visit(tree = wholeTree());
+  // An outline is only made of modules whose `import()` calls it read itself, without `require()` or import types.
+  if (read === undefined) {
+    if (CALLS_IMPORT_OR_REQUIRE.test(text)) visit(tree = wholeTree());
+  } else {
+    for (const call of read.imports) {
+      imports.push({
+        specifier: call.specifier,
+        line: lineAt(call.at),
+        kind: "dynamic",
+        typeOnly: false,
+        bindings: [...call.bindings],
+      });
+      specifierRanges.push([call.argument[0], call.argument[1]]);
+      if (call.declared !== undefined) declared.push(call.declared);
+    }
+  }
   const importRanges = top.importRanges.concat(specifierRanges);
   // One pass over the text finds every name this module imports or exports, wherever it occurs.
   const names = new Set<string>();

@@ -21,6 +21,21 @@ export interface Outline {
   readonly at: (position: number) => number;
   /** The uses of the names asked to watch, read on the way (see tokenUsage). */
   readonly uses: readonly Use[];
+  /** The module's `import("…")` calls, wherever they are (the outline has dropped most of them). */
+  readonly imports: readonly DynamicImport[];
+}
+
+/**
+ * An `import("…")` as a module summary records it: where its `import` is, the specifier and where its argument lies,
+ * the names it binds (`const m = await import("x")`: the whole module as `m`, declared at `declared`; `import("x").a`:
+ * `a`; a statement of its own: none).
+ */
+export interface DynamicImport {
+  readonly at: number;
+  readonly specifier: string;
+  readonly argument: readonly [number, number];
+  readonly bindings: readonly { readonly imported: string; readonly local: string; readonly typeOnly: false }[];
+  readonly declared?: number;
 }
 
 /** The tokens of an outline, by index: their kind, where they are in the module's text, and what precedes them. */
@@ -79,6 +94,7 @@ function readOutline(
   const tokens = new TokenReader(ts, tables, text);
   const scanner = tokens.scanner;
   const uses: Use[] = [];
+  const imports: DynamicImport[] = [];
   const kinds: TS.SyntaxKind[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
@@ -107,7 +123,11 @@ function readOutline(
     if (
       (token === SK.ImportKeyword || token === SK.RequireKeyword || token === SK.ModuleKeyword) &&
       callsOrExportsAt(ts, scanner, token)
-    ) return undefined;
+    ) {
+      const call = token === SK.ImportKeyword ? dynamicImportAt(ts, tables, text, tokens) : undefined;
+      if (call === undefined) return undefined;
+      imports.push(call);
+    }
     const before = tokens.before;
     const depth = tokens.open.length;
     let dropFrom = -1;
@@ -168,6 +188,7 @@ function readOutline(
   let outlineText: string | undefined;
   return {
     uses,
+    imports,
     get text() {
       return outlineText ??= textOf(text, starts, ends, lineBreaks);
     },
@@ -277,6 +298,91 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
   return member === undefined ? { at, name } : { at, name, member };
 }
 
+/**
+ * The `import("…")` the reader is on, when it is one of the shapes read from tokens: `const m = await import("x")`
+ * (`let`, `var`, `export`, without `await`), `import("x").a…`, and `await import("x")` or `import("x")` as a statement
+ * of its own; undefined for any other (a destructured result, a computed specifier, an import type, a result passed
+ * on…), which a syntax tree reads.
+ */
+function dynamicImportAt(
+  ts: TsApi,
+  tables: ScanTables,
+  text: string,
+  tokens: TokenReader,
+): DynamicImport | undefined {
+  const SK = ts.SyntaxKind;
+  const scanner = tokens.scanner;
+  const at = scanner.getTokenStart();
+  const awaited = tokens.before === SK.AwaitKeyword;
+  const before = awaited ? tokens.beforeBefore : tokens.before;
+  const read = scanner.lookAhead(() => {
+    if (scanner.scan() !== SK.OpenParenToken) return undefined;
+    const open = scanner.getTokenEnd();
+    if (scanner.scan() !== SK.StringLiteral) return undefined;
+    const specifier = scanner.getTokenValue();
+    const argument: [number, number] = [open, scanner.getTokenEnd()];
+    if (scanner.scan() !== SK.CloseParenToken) return undefined;
+    const after = scanner.scan();
+    const lineBreak = scanner.hasPrecedingLineBreak();
+    const member = after === SK.DotToken && scanner.scan() === SK.Identifier ? scanner.getTokenValue() : undefined;
+    return { specifier, argument, after, lineBreak, member };
+  });
+  if (read === undefined) return undefined;
+  const { specifier, argument, after, lineBreak, member } = read;
+  const call = { at, specifier, argument };
+  // What comes after ends the call's expression: the end of a statement or of a declaration, or a name on a new line.
+  const ends = after === SK.SemicolonToken || after === SK.CloseBraceToken || after === SK.EndOfFileToken ||
+    lineBreak && (after === SK.Identifier || after >= SK.FirstKeyword && after <= SK.LastKeyword) &&
+      after !== SK.AsKeyword && after !== SK.SatisfiesKeyword && after !== SK.InKeyword &&
+      after !== SK.InstanceOfKeyword;
+  // A statement starts at the call (or its `await`) after `;`, `{`, `}`, or at the start of a line when what ends the
+  // line before cannot go on with it.
+  const lineStart = text.lastIndexOf("\n", at - 1) + 1;
+  const head = text.slice(lineStart, at);
+  const firstOnLine = awaited ? /^\s*await\s+$/.test(head) : /^\s*$/.test(head);
+  const statementStart = before === SK.SemicolonToken || before === SK.OpenBraceToken ||
+    before === SK.CloseBraceToken || before === SK.Unknown ||
+    firstOnLine && !tables.regexMayFollow.has(before) && before !== SK.TemplateHead && before !== SK.TemplateMiddle;
+  const memberRead = member === undefined ? undefined : [{ imported: member, local: "", typeOnly: false as const }];
+  if (statementStart) {
+    return memberRead ? { ...call, bindings: memberRead } : ends ? { ...call, bindings: [] } : undefined;
+  }
+  if (before !== SK.EqualsToken) return undefined;
+  // `const m = …` is all that is before it on its line (which starts no comment or template that ends before the
+  // call: either would leave `*/` or `${` on the line).
+  const declaration = DECLARED_BEFORE.exec(head);
+  const pattern = declaration === null ? DESTRUCTURED_BEFORE.exec(head) : null;
+  if (pattern !== null && (ends || after === SK.CommaToken)) {
+    // `const { a, b: c, "d-e": f } = await import("x")`: the names taken; with `...rest`, the whole module.
+    const bindings: { imported: string; local: string; typeOnly: false }[] = [];
+    for (const element of pattern[1].split(",")) {
+      if (element.trim() === "" && bindings.length > 0) continue; // a trailing comma
+      if (/^\s*\.\.\./.test(element)) return { ...call, bindings: [{ imported: "*", local: "", typeOnly: false }] };
+      const taken = PATTERN_ELEMENT.exec(element);
+      if (taken === null) return undefined;
+      const key = taken[1] ?? taken[2] ?? taken[3];
+      const local = taken[4] ?? key;
+      if (isKeywordName(ts, local)) return undefined; // `{ default }` does not parse
+      bindings.push({ imported: key, local, typeOnly: false });
+    }
+    return bindings.length > 0 ? { ...call, bindings } : undefined;
+  }
+  if (declaration === null || isKeywordName(ts, declaration[1])) return undefined;
+  if (memberRead) return { ...call, bindings: memberRead };
+  if (!ends && after !== SK.CommaToken) return undefined;
+  const declared = lineStart + declaration.indices![1]![0];
+  return { ...call, bindings: [{ imported: "*", local: declaration[1], typeOnly: false }], declared };
+}
+
+/** The same, destructured on one line: `const { a, b: c } = await `. */
+const DESTRUCTURED_BEFORE = /^\s*(?:export\s+)?(?:const|let|var)\s*\{([^{}]*)\}\s*=\s*(?:await\s+)?$/;
+
+/** One name of such a pattern: `a`, `a: b`, `"a-b": c` (defaults, nested patterns and comments are not read). */
+const PATTERN_ELEMENT = /^\s*(?:([A-Za-z_$][\w$]*)|"([^"\\]*)"|'([^'\\]*)')\s*(?::\s*([A-Za-z_$][\w$]*))?\s*$/;
+
+/** What may be before `import(` on its line when a declaration takes its result: `const m = await `. */
+const DECLARED_BEFORE = /^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:await\s+)?$/d;
+
 /** Whether the scanner is on `import(`, `require(` or `module.exports`. */
 function callsOrExportsAt(ts: TsApi, scanner: TokenScanner, token: TS.SyntaxKind): boolean {
   const SK = ts.SyntaxKind;
@@ -358,6 +464,11 @@ class TokenReader {
   before: TS.SyntaxKind;
   #current: TS.SyntaxKind;
   #beforeBefore: TS.SyntaxKind;
+
+  /** The token before `before`. */
+  get beforeBefore(): TS.SyntaxKind {
+    return this.#beforeBefore;
+  }
   #failed = false;
   readonly #SK: typeof TS.SyntaxKind;
   readonly #tables: ScanTables;

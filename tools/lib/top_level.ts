@@ -758,13 +758,13 @@ function readStatements(
         if (isClose(k) && tables.wantsOperand[before] && !(before === SK.CommaToken && k === SK.CloseBracketToken)) {
           return false;
         }
-        if (!afterDotNow && tables.statementOnly[k]) return false;
+        if (!afterDotNow && statementOnly()) return false;
         if (emptyGroup(ended)) return false;
         if (k === SK.EqualsGreaterThanToken && before === SK.CloseParenToken && lastCall) return false;
       }
       if (
         depth === 0 && angles > 0 &&
-        (k === SK.SemicolonToken || tables.statementOnly[k] && kinds[i - 1] !== SK.DotToken)
+        (k === SK.SemicolonToken || statementOnly() && kinds[i - 1] !== SK.DotToken)
       ) return false; // no type argument list has these
       if (depth === 0 && angles === 0) {
         const before = i > from ? kinds[i - 1] : SK.Unknown;
@@ -773,7 +773,8 @@ function readStatements(
         const asserted = before === SK.ExclamationToken && i - 2 >= from && !lineBreaks[i - 1] &&
           (tables.ends[kinds[i - 2]] & EXPRESSION) !== 0;
         const ended = asserted || i > from &&
-            (afterDot || (tables.ends[before] & (inType ? EXPRESSION | TYPE : context)) !== 0 ||
+            (afterDot ||
+              (tables.ends[before] & (context === TYPE ? TYPE : inType ? EXPRESSION | TYPE : EXPRESSION)) !== 0 ||
               i - 1 === typeArguments);
         // Whether the statement may end here: something was read, and it did not end with an operator.
         const complete = i > from && !tables.wantsOperand[before] && (before !== SK.GreaterThanToken || ended) &&
@@ -798,7 +799,7 @@ function readStatements(
         }
         if (
           !afterDotNow &&
-          (tables.statementOnly[k] || k === SK.ConstKeyword && before !== SK.AsKeyword && before !== SK.LessThanToken)
+          (statementOnly() || k === SK.ConstKeyword && before !== SK.AsKeyword && before !== SK.LessThanToken)
         ) return false;
         // `>=`, `>>`, `>>>`, `>>=`: the scanner gives `>` alone, the parser joins what touches it.
         const joined = before === SK.GreaterThanToken && (k === SK.GreaterThanToken || k === SK.EqualsToken) &&
@@ -893,6 +894,13 @@ function readStatements(
         else if (k === SK.GreaterThanToken && angles > 0) angles--;
       }
     }
+  };
+  /** Whether the token at `i` starts statements only: `if`, `export`…, and `import` but for `import(` and `import.meta`. */
+  const statementOnly = (): boolean => {
+    const k = kind();
+    if (k !== SK.ImportKeyword) return tables.statementOnly[k] === 1;
+    const next = kind(i + 1);
+    return next !== SK.OpenParenToken && next !== SK.DotToken;
   };
   /** Whether the token at `i` is an operand right after a name or a literal, no operator between: `a b`. */
   const sideBySide = (): boolean => {
@@ -1378,7 +1386,8 @@ function readStatements(
     }
     if (
       k === SK.Identifier || k === SK.StringLiteral || k === SK.OpenParenToken || k === SK.NewKeyword ||
-      k === SK.ThisKeyword || k === SK.VoidKeyword
+      k === SK.ThisKeyword || k === SK.VoidKeyword || k === SK.AwaitKeyword && kind(i + 1) !== SK.UsingKeyword ||
+      k === SK.ImportKeyword && !statementOnly()
     ) {
       // Nothing to record, but CommonJS exports, which the tree finds.
       if (k === SK.Identifier && (word(i) === "exports" || word(i) === "module" || word(i) === "require")) {
@@ -1393,7 +1402,7 @@ function readStatements(
     const first = i;
     const line = lineOf(i);
     const k = kind();
-    if (k === SK.ImportKeyword) {
+    if (k === SK.ImportKeyword && statementOnly()) {
       const pos = first === 0 ? 0 : ends[first - 1];
       i++;
       if (!importDeclaration(line, false)) return false;
