@@ -108,6 +108,17 @@ describe(`outline of a module (${runtimeName})`, () => {
     assert.deepEqual(summary.exports.map((e) => [e.name, e.line]), [["f", 2], ["b", 7]]);
   });
 
+  it("says so when an outline's tokens are asked for after the next outline was read", () => {
+    const first = outlineOf(ts, "export const a = 1;")!;
+    assert.equal(first.tokens.kinds.length, 6);
+    const early = outlineOf(ts, "export const b = 2;")!;
+    assert.equal(early.text, "export const b = 2;"); // made now, kept
+    assert.equal(outlineOf(ts, "export function f( {"), undefined); // gave up, but wrote over the tokens all the same
+    assert.throws(() => first.tokens, /after the next outline was read/);
+    assert.throws(() => first.text, /after the next outline was read/);
+    assert.equal(early.text, "export const b = 2;");
+  });
+
   it("gives up where brackets do not balance, and the whole tree is parsed", () => {
     assert.equal(outlineOf(ts, "export function f() { if (x) {\n"), undefined);
     assert.equal(outlineOf(ts, "export const a = (1;\n"), undefined);

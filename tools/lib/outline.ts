@@ -14,7 +14,10 @@ import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 
 /** A module's text with what the summary does not need left out, and the way back to positions in the text. */
 export interface Outline {
-  /** The outline's text, made on first use: the reader of top-level statements (top_level.ts) needs only tokens. */
+  /**
+   * The outline's text, made on first use: the reader of top-level statements (top_level.ts) needs only tokens. Both
+   * are to be asked for before the next outline is read (they throw after).
+   */
   readonly text: string;
   readonly tokens: OutlineTokens;
   /** The position in the module's text of a position in the outline. */
@@ -40,11 +43,11 @@ export interface DynamicImport {
 
 /** The tokens of an outline, by index: their kind, where they are in the module's text, and what precedes them. */
 export interface OutlineTokens {
-  readonly kinds: readonly TS.SyntaxKind[];
-  readonly starts: readonly number[];
-  readonly ends: readonly number[];
+  readonly kinds: Uint16Array;
+  readonly starts: Int32Array;
+  readonly ends: Int32Array;
   /** Whether the token is preceded in the outline by a line break (as it was in the text). */
-  readonly lineBreaks: readonly boolean[];
+  readonly lineBreaks: Uint8Array;
 }
 
 /** One occurrence of a name that is a use: at a position of the text, reading a member or, without one, escaping. */
@@ -95,10 +98,8 @@ function readOutline(
   const scanner = tokens.scanner;
   const uses: Use[] = [];
   const imports: DynamicImport[] = [];
-  const kinds: TS.SyntaxKind[] = [];
-  const starts: number[] = [];
-  const ends: number[] = [];
-  const lineBreaks: boolean[] = [];
+  let count = 0; // tokens kept in `buffers`, which the outline read before this one can no longer use
+  const readAt = ++buffers.outlines;
   let length = 0;
   let lastEnd = 0;
   // Where the outline's offset from the text changes: outline position, and what to add there and after. A position
@@ -157,11 +158,7 @@ function readOutline(
         next === SK.EqualsGreaterThanToken && !tables.groupsAfter.has(state.before) ||
         (next === SK.ColonToken || next === SK.OpenBraceToken) && tables.signatureBefore.has(state.before)
       ) {
-        kinds.length =
-          starts.length =
-          ends.length =
-          lineBreaks.length =
-            state.tokens;
+        count = state.tokens;
         length = state.length;
         lastEnd = state.lastEnd;
         from.length = shift.length = state.from;
@@ -175,30 +172,77 @@ function readOutline(
       from.push(length);
       shift.push(start - length);
     }
-    kinds.push(token);
-    starts.push(start);
-    ends.push(end);
-    lineBreaks.push(lineBreak);
+    if (count === buffers.kinds.length) growBuffers();
+    buffers.kinds[count] = token;
+    buffers.starts[count] = start;
+    buffers.ends[count] = end;
+    buffers.lineBreaks[count++] = lineBreak ? 1 : 0;
     length += end - start;
     lastEnd = end;
-    if (token === SK.OpenParenToken) saved.push({ tokens: kinds.length, length, lastEnd, from: from.length, before });
+    if (token === SK.OpenParenToken) saved.push({ tokens: count, length, lastEnd, from: from.length, before });
     if (dropFrom >= 0) dropping = dropFrom;
   }
   if (!tokens.complete) return undefined;
+  const kept = {
+    kinds: buffers.kinds.subarray(0, count),
+    starts: buffers.starts.subarray(0, count),
+    ends: buffers.ends.subarray(0, count),
+    lineBreaks: buffers.lineBreaks.subarray(0, count),
+  };
+  const current = () => {
+    if (buffers.outlines !== readAt) {
+      throw new Error("an outline's tokens were asked for after the next outline was read");
+    }
+    return kept;
+  };
   let outlineText: string | undefined;
   return {
     uses,
     imports,
     get text() {
-      return outlineText ??= textOf(text, starts, ends, lineBreaks);
+      if (outlineText === undefined) {
+        const { starts, ends, lineBreaks } = current();
+        outlineText = textOf(text, starts, ends, lineBreaks);
+      }
+      return outlineText;
     },
-    tokens: { kinds, starts, ends, lineBreaks },
+    get tokens() {
+      return current();
+    },
     at: (position) => position + shift[lastAtOrBelow(from, position)],
   };
 }
 
+/**
+ * Where readOutline puts the tokens it keeps, kept from module to module (a module's own arrays, grown token by token,
+ * were 30 bytes a token of garbage, and copies of the right length still ~4 MB of peak RSS at 3,200 modules). An
+ * outline's tokens are views of these: good until the next outline is read, which `outlines` counts.
+ */
+const buffers = {
+  outlines: 0,
+  kinds: new Uint16Array(4096),
+  starts: new Int32Array(4096),
+  ends: new Int32Array(4096),
+  lineBreaks: new Uint8Array(4096),
+};
+
+function growBuffers(): void {
+  const size = buffers.kinds.length * 2;
+  const grown = {
+    kinds: new Uint16Array(size),
+    starts: new Int32Array(size),
+    ends: new Int32Array(size),
+    lineBreaks: new Uint8Array(size),
+  };
+  grown.kinds.set(buffers.kinds);
+  grown.starts.set(buffers.starts);
+  grown.ends.set(buffers.ends);
+  grown.lineBreaks.set(buffers.lineBreaks);
+  Object.assign(buffers, grown);
+}
+
 /** An outline's text: its tokens, each apart from the one before by a line break or a space where the text had a gap. */
-function textOf(text: string, starts: readonly number[], ends: readonly number[], lineBreaks: readonly boolean[]) {
+function textOf(text: string, starts: Int32Array, ends: Int32Array, lineBreaks: Uint8Array) {
   const parts: string[] = [];
   let lastEnd = 0;
   for (let i = 0; i < starts.length; i++) {

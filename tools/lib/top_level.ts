@@ -679,7 +679,7 @@ function readStatements(
       i++;
       return true;
     }
-    return i >= count || lineBreaks[i];
+    return i >= count || lineBreaks[i] === 1;
   };
   /** Past a bracketed group that starts at the current token, nested groups and all. */
   const skipGroup = (): boolean => {
