@@ -358,6 +358,9 @@ function readerTables(ts: TsApi): ReaderTables {
   if (readerTablesFor?.ts === ts) return readerTablesFor.tables;
   const SK = ts.SyntaxKind;
   const table = () => new Uint8Array(SK.Count);
+  const mark = (marked: Uint8Array, kinds: readonly TS.SyntaxKind[], bits: number) => {
+    for (const kind of kinds) marked[kind] |= bits;
+  };
   const identifier = table();
   const name = table();
   const ends = table();
@@ -389,44 +392,40 @@ function readerTables(ts: TsApi): ReaderTables {
   for (let kind = 0; kind < SK.Count; kind++) if (identifier[kind]) ends[kind] = EXPRESSION | TYPE;
   for (const kind of expressionOperators) ends[kind] &= ~EXPRESSION;
   for (const kind of typeOperators) ends[kind] &= ~TYPE;
-  for (
-    const kind of [
-      SK.StringLiteral,
-      SK.NumericLiteral,
-      SK.BigIntLiteral,
-      SK.NoSubstitutionTemplateLiteral,
-      SK.TemplateTail,
-      SK.RegularExpressionLiteral,
-      SK.CloseParenToken,
-      SK.CloseBracketToken,
-      SK.CloseBraceToken,
-      SK.ThisKeyword,
-      SK.SuperKeyword,
-      SK.TrueKeyword,
-      SK.FalseKeyword,
-      SK.NullKeyword,
-    ]
-  ) ends[kind] = EXPRESSION | TYPE;
+  mark(ends, [
+    SK.StringLiteral,
+    SK.NumericLiteral,
+    SK.BigIntLiteral,
+    SK.NoSubstitutionTemplateLiteral,
+    SK.TemplateTail,
+    SK.RegularExpressionLiteral,
+    SK.CloseParenToken,
+    SK.CloseBracketToken,
+    SK.CloseBraceToken,
+    SK.ThisKeyword,
+    SK.SuperKeyword,
+    SK.TrueKeyword,
+    SK.FalseKeyword,
+    SK.NullKeyword,
+  ], EXPRESSION | TYPE);
   ends[SK.PlusPlusToken] = ends[SK.MinusMinusToken] = EXPRESSION; // postfix
   ends[SK.ConstKeyword] = EXPRESSION; // `as const`
   ends[SK.VoidKeyword] = TYPE; // `(): void`; in an expression, `void x`
   ends[SK.GreaterThanToken] = TYPE; // `Map<K, V>`; in an expression, a comparison or type arguments: cannot tell
   // On the next line, an operator continues an expression; TypeScript ends a type at most tokens (`[`, `<`, `extends`
   // and `is` only count on the same line).
-  for (
-    const kind of [
-      SK.OpenParenToken,
-      SK.OpenBracketToken,
-      SK.DotToken,
-      SK.QuestionDotToken,
-      SK.QuestionToken,
-      SK.ColonToken,
-      SK.CommaToken,
-      SK.EqualsGreaterThanToken,
-      SK.InKeyword,
-      SK.InstanceOfKeyword,
-    ]
-  ) continues[kind] = EXPRESSION;
+  mark(continues, [
+    SK.OpenParenToken,
+    SK.OpenBracketToken,
+    SK.DotToken,
+    SK.QuestionDotToken,
+    SK.QuestionToken,
+    SK.ColonToken,
+    SK.CommaToken,
+    SK.EqualsGreaterThanToken,
+    SK.InKeyword,
+    SK.InstanceOfKeyword,
+  ], EXPRESSION);
   // The scanner gives `>` alone (the parser rescans `>=`, `>>`…).
   const binary = [
     SK.LessThanToken,
@@ -451,182 +450,160 @@ function readerTables(ts: TsApi): ReaderTables {
     SK.QuestionQuestionToken,
   ];
   for (let kind = SK.FirstAssignment; kind <= SK.LastAssignment; kind++) binary.push(kind);
-  for (const kind of binary) continues[kind] |= EXPRESSION;
-  for (
-    const kind of [
-      SK.BarToken,
-      SK.AmpersandToken,
-      SK.DotToken,
-      SK.QuestionToken,
-      SK.ColonToken,
-      SK.CommaToken,
-      SK.EqualsToken,
-      SK.EqualsGreaterThanToken,
-    ]
-  ) continues[kind] |= TYPE;
+  mark(continues, binary, EXPRESSION);
+  mark(continues, [
+    SK.BarToken,
+    SK.AmpersandToken,
+    SK.DotToken,
+    SK.QuestionToken,
+    SK.ColonToken,
+    SK.CommaToken,
+    SK.EqualsToken,
+    SK.EqualsGreaterThanToken,
+  ], TYPE);
   // Where a type's line break is followed by these, or an expression's by a template (tagged, or not?), give up.
-  for (
-    const kind of [
-      SK.NoSubstitutionTemplateLiteral,
-      SK.TemplateHead,
-      SK.OpenBracketToken,
-      SK.LessThanToken,
-      SK.ExtendsKeyword,
-      SK.IsKeyword,
-    ]
-  ) continues[kind] |= UNSURE;
-  for (
-    const kind of [
-      SK.ExportKeyword,
-      SK.ImportKeyword,
-      SK.ConstKeyword,
-      SK.LetKeyword,
-      SK.VarKeyword,
-      SK.EnumKeyword,
-      SK.InterfaceKeyword,
-      SK.DeclareKeyword,
-      SK.TypeKeyword,
-      SK.NamespaceKeyword,
-      SK.ModuleKeyword,
-      SK.AbstractKeyword,
-      SK.GlobalKeyword,
-      SK.AtToken,
-    ]
-  ) declares[kind] = 1;
+  mark(continues, [
+    SK.NoSubstitutionTemplateLiteral,
+    SK.TemplateHead,
+    SK.OpenBracketToken,
+    SK.LessThanToken,
+    SK.ExtendsKeyword,
+    SK.IsKeyword,
+  ], UNSURE);
+  mark(declares, [
+    SK.ExportKeyword,
+    SK.ImportKeyword,
+    SK.ConstKeyword,
+    SK.LetKeyword,
+    SK.VarKeyword,
+    SK.EnumKeyword,
+    SK.InterfaceKeyword,
+    SK.DeclareKeyword,
+    SK.TypeKeyword,
+    SK.NamespaceKeyword,
+    SK.ModuleKeyword,
+    SK.AbstractKeyword,
+    SK.GlobalKeyword,
+    SK.AtToken,
+  ], 1);
   for (const kind of binary) if (kind !== SK.GreaterThanToken) wantsOperand[kind] = 1; // `Map<K, V>;`
-  for (
-    const kind of [
-      SK.DotToken,
-      SK.QuestionDotToken,
-      SK.QuestionToken,
-      SK.ColonToken,
-      SK.EqualsGreaterThanToken,
-      SK.CommaToken,
-    ]
-  ) {
-    wantsOperand[kind] = 1;
-  }
+  mark(wantsOperand, [
+    SK.DotToken,
+    SK.QuestionDotToken,
+    SK.QuestionToken,
+    SK.ColonToken,
+    SK.EqualsGreaterThanToken,
+    SK.CommaToken,
+  ], 1);
   const operandFollows = wantsOperand.slice();
-  for (
-    const kind of [
-      ...takesOperand,
-      SK.ClassKeyword, // `class\nextends Base {}`
-      SK.FunctionKeyword,
-      SK.ExclamationToken,
-      SK.TildeToken,
-      SK.CommaToken,
-      SK.DotDotDotToken,
-      SK.BarToken,
-      SK.AmpersandToken,
-      SK.TypeOfKeyword,
-      SK.VoidKeyword,
-      SK.NewKeyword,
-      SK.DeleteKeyword,
-      SK.InKeyword,
-      SK.InstanceOfKeyword,
-      SK.ExtendsKeyword,
-      SK.LessThanToken,
-    ]
-  ) operandFollows[kind] = 1;
+  mark(operandFollows, [
+    ...takesOperand,
+    SK.ClassKeyword, // `class\nextends Base {}`
+    SK.FunctionKeyword,
+    SK.ExclamationToken,
+    SK.TildeToken,
+    SK.CommaToken,
+    SK.DotDotDotToken,
+    SK.BarToken,
+    SK.AmpersandToken,
+    SK.TypeOfKeyword,
+    SK.VoidKeyword,
+    SK.NewKeyword,
+    SK.DeleteKeyword,
+    SK.InKeyword,
+    SK.InstanceOfKeyword,
+    SK.ExtendsKeyword,
+    SK.LessThanToken,
+  ], 1);
   const notInTypes = table();
-  for (const kind of binary) notInTypes[kind] = 1;
+  mark(notInTypes, binary, 1);
   notInTypes[SK.LessThanToken] = notInTypes[SK.GreaterThanToken] = notInTypes[SK.BarToken] = 0;
   notInTypes[SK.AmpersandToken] = 0;
   notInTypes[SK.SemicolonToken] = 1;
   const binaryOperator = table();
-  for (const kind of [...binary, SK.AsKeyword, SK.SatisfiesKeyword, SK.InKeyword, SK.InstanceOfKeyword]) {
-    binaryOperator[kind] = 1;
-  }
+  mark(binaryOperator, [...binary, SK.AsKeyword, SK.SatisfiesKeyword, SK.InKeyword, SK.InstanceOfKeyword], 1);
   const operand = identifier.slice();
   for (const kind of [SK.AsKeyword, SK.SatisfiesKeyword, SK.IsKeyword, SK.OfKeyword, SK.AssertsKeyword]) {
     operand[kind] = 0;
   }
-  for (
-    const kind of [
-      SK.StringLiteral,
-      SK.NumericLiteral,
-      SK.BigIntLiteral,
-      SK.FunctionKeyword,
-      SK.ClassKeyword,
-      SK.NewKeyword,
-      SK.ThisKeyword,
-      SK.SuperKeyword,
-      SK.TypeOfKeyword,
-      SK.VoidKeyword,
-      SK.DeleteKeyword,
-      SK.TrueKeyword,
-      SK.FalseKeyword,
-      SK.NullKeyword,
-    ]
-  ) operand[kind] = 1;
+  mark(operand, [
+    SK.StringLiteral,
+    SK.NumericLiteral,
+    SK.BigIntLiteral,
+    SK.FunctionKeyword,
+    SK.ClassKeyword,
+    SK.NewKeyword,
+    SK.ThisKeyword,
+    SK.SuperKeyword,
+    SK.TypeOfKeyword,
+    SK.VoidKeyword,
+    SK.DeleteKeyword,
+    SK.TrueKeyword,
+    SK.FalseKeyword,
+    SK.NullKeyword,
+  ], 1);
   const unary = table();
-  for (const kind of [SK.PlusToken, SK.MinusToken, SK.LessThanToken, SK.SlashToken, SK.SlashEqualsToken]) {
-    unary[kind] = 1;
-  }
+  mark(unary, [SK.PlusToken, SK.MinusToken, SK.LessThanToken, SK.SlashToken, SK.SlashEqualsToken], 1);
   const startsExpression = identifier.slice();
-  for (
-    const kind of [
-      SK.StringLiteral,
-      SK.NumericLiteral,
-      SK.BigIntLiteral,
-      SK.NoSubstitutionTemplateLiteral,
-      SK.TemplateHead,
-      SK.RegularExpressionLiteral,
-      SK.OpenParenToken,
-      SK.OpenBracketToken,
-      SK.OpenBraceToken,
-      SK.ExclamationToken,
-      SK.TildeToken,
-      SK.PlusPlusToken,
-      SK.MinusMinusToken,
-      SK.PlusToken,
-      SK.MinusToken,
-      SK.SlashToken,
-      SK.SlashEqualsToken,
-      SK.LessThanToken,
-      SK.AtToken,
-      SK.HashToken,
-      SK.PrivateIdentifier,
-      SK.NewKeyword,
-      SK.ThisKeyword,
-      SK.SuperKeyword,
-      SK.TrueKeyword,
-      SK.FalseKeyword,
-      SK.NullKeyword,
-      SK.FunctionKeyword,
-      SK.ClassKeyword,
-      SK.TypeOfKeyword,
-      SK.VoidKeyword,
-      SK.DeleteKeyword,
-      SK.ImportKeyword,
-    ]
-  ) startsExpression[kind] = 1;
+  mark(startsExpression, [
+    SK.StringLiteral,
+    SK.NumericLiteral,
+    SK.BigIntLiteral,
+    SK.NoSubstitutionTemplateLiteral,
+    SK.TemplateHead,
+    SK.RegularExpressionLiteral,
+    SK.OpenParenToken,
+    SK.OpenBracketToken,
+    SK.OpenBraceToken,
+    SK.ExclamationToken,
+    SK.TildeToken,
+    SK.PlusPlusToken,
+    SK.MinusMinusToken,
+    SK.PlusToken,
+    SK.MinusToken,
+    SK.SlashToken,
+    SK.SlashEqualsToken,
+    SK.LessThanToken,
+    SK.AtToken,
+    SK.HashToken,
+    SK.PrivateIdentifier,
+    SK.NewKeyword,
+    SK.ThisKeyword,
+    SK.SuperKeyword,
+    SK.TrueKeyword,
+    SK.FalseKeyword,
+    SK.NullKeyword,
+    SK.FunctionKeyword,
+    SK.ClassKeyword,
+    SK.TypeOfKeyword,
+    SK.VoidKeyword,
+    SK.DeleteKeyword,
+    SK.ImportKeyword,
+  ], 1);
   const statementOnly = table();
-  for (
-    const kind of [
-      SK.ExportKeyword,
-      SK.ImportKeyword,
-      SK.VarKeyword,
-      SK.EnumKeyword,
-      SK.IfKeyword,
-      SK.ElseKeyword,
-      SK.ForKeyword,
-      SK.WhileKeyword,
-      SK.DoKeyword,
-      SK.SwitchKeyword,
-      SK.CaseKeyword,
-      SK.DefaultKeyword,
-      SK.TryKeyword,
-      SK.CatchKeyword,
-      SK.FinallyKeyword,
-      SK.ReturnKeyword,
-      SK.ThrowKeyword,
-      SK.BreakKeyword,
-      SK.ContinueKeyword,
-      SK.DebuggerKeyword,
-      SK.WithKeyword,
-    ]
-  ) statementOnly[kind] = 1;
+  mark(statementOnly, [
+    SK.ExportKeyword,
+    SK.ImportKeyword,
+    SK.VarKeyword,
+    SK.EnumKeyword,
+    SK.IfKeyword,
+    SK.ElseKeyword,
+    SK.ForKeyword,
+    SK.WhileKeyword,
+    SK.DoKeyword,
+    SK.SwitchKeyword,
+    SK.CaseKeyword,
+    SK.DefaultKeyword,
+    SK.TryKeyword,
+    SK.CatchKeyword,
+    SK.FinallyKeyword,
+    SK.ReturnKeyword,
+    SK.ThrowKeyword,
+    SK.BreakKeyword,
+    SK.ContinueKeyword,
+    SK.DebuggerKeyword,
+    SK.WithKeyword,
+  ], 1);
   const tables = {
     statementOnly,
     identifier,
