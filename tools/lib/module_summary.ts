@@ -148,9 +148,10 @@ export function summarizeModule(
   { outline: useOutline = true }: { readonly outline?: boolean } = {},
 ): ModuleSummary {
   const kind = scriptKindOf(ts, file);
-  // Most modules need only their outline parsed (see outlineOf); a module that calls import() or require() or
-  // assigns module.exports needs the whole tree (outlineOf says so), and so does one whose outline the parser rejects.
-  // The namespace imports' uses are read on the way, in case one of them seems to escape (see summarizeTree).
+  // Most modules need only their outline, read from its tokens (top_level.ts) or parsed when that reader is not sure;
+  // a module that calls require(), assigns module.exports or calls import() in a shape the outline does not read needs
+  // the whole tree (outlineOf says so), and so does one whose outline the parser rejects. The namespace imports' uses
+  // and the import() calls are read on the way (see summarize).
   let watch: Set<string> | undefined;
   for (const match of text.matchAll(NAMESPACE_IMPORT)) (watch ??= new Set()).add(match[1]);
   const outline = useOutline && kind === ts.ScriptKind.TS ? outlineOf(ts, text, watch) : undefined;
