@@ -196,9 +196,8 @@ function diagnosticsOf(sf: TS.SourceFile): readonly TS.DiagnosticWithLocation[] 
 
 /**
  * The summary of a module from its top-level statements' records; `wholeTree` parses the whole text when the records
- * are not enough, `read` what an outline read on the way (the uses of the names it watched, its `import()` calls; none
- * for a whole tree), `diagnostics`
- * are a whole tree's.
+ * are not enough, `read` is what an outline read on the way (the uses of the names it watched, its `import()` calls;
+ * none for a whole tree), `diagnostics` are a whole tree's.
  */
 function summarize(
   ts: TsApi,

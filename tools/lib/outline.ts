@@ -344,9 +344,10 @@ function useAt(ts: TsApi, tables: ScanTables, tokens: TokenReader): Use | undefi
 
 /**
  * The `import("…")` the reader is on, when it is one of the shapes read from tokens: `const m = await import("x")`
- * (`let`, `var`, `export`, without `await`), `import("x").a…`, and `await import("x")` or `import("x")` as a statement
- * of its own; undefined for any other (a destructured result, a computed specifier, an import type, a result passed
- * on…), which a syntax tree reads.
+ * (`let`, `var`, `export`, without `await`), the same destructured on one line (`const { a, b: c } = …`),
+ * `import("x").a…`, and `await import("x")` or `import("x")` as a statement of its own; undefined for any other (a
+ * result assigned, passed on or parenthesized, a pattern over several lines, a computed specifier, an import type…),
+ * which a syntax tree reads.
  */
 function dynamicImportAt(
   ts: TsApi,

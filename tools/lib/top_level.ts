@@ -300,11 +300,14 @@ function commonJsExports(ts: TsApi, expression: TS.Expression, line: number, exp
 
 /**
  * The top-level statements of an outline, read from its tokens (see outlineOf) as TypeScript's parser reads them:
- * imports, exports, declarations and expression statements. undefined when a statement is not one the reader knows,
- * or may not parse: the caller then parses the outline. Initializers and types are passed over, not parsed; where
- * they could hide the end of a statement (a line break), the reader ends it as TypeScript would or gives up, and it
- * gives up on two names side by side, a statement keyword inside an expression, an operator before the end. A syntax
- * error it passes over goes unseen, as one inside a dropped body does.
+ * imports, exports, declarations, expression statements and the statements that declare nothing (`if`, `for`, a
+ * block…). undefined when a statement is not one the reader knows, or may not parse: the caller then parses the
+ * outline. Initializers and types are passed over, not parsed; where they could hide the end of a statement (a line
+ * break), the reader ends it as TypeScript would or gives up, and it gives up wherever the outline might not parse
+ * (two operands side by side, a statement keyword inside an expression, an operator where an operand is due, a
+ * conditional without its `:`…): a module it reads is one TypeScript parses without error and records the same (the
+ * tests hold both). What is inside `for (…)` is passed over unchecked, and a syntax error inside what the outline
+ * dropped goes unseen, as before.
  */
 export function topLevelOfOutline(
   ts: TsApi,
@@ -342,7 +345,7 @@ interface ReaderTables {
   readonly operand: Uint8Array;
   /** Tokens that may start an expression. */
   readonly startsExpression: Uint8Array;
-  /** Reserved words that start statements, never expressions or types (and `import`, rarely in one). */
+  /** Reserved words that start statements, never expressions or types (`import`, but for `import(`, `import.meta`). */
   readonly statementOnly: Uint8Array;
   /** Tokens no type has outside brackets: where one is, a `<` before it was a comparison. */
   readonly notInTypes: Uint8Array;
