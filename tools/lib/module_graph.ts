@@ -465,7 +465,8 @@ async function refresh(ctx: ReadContext, root: string, state: RootState): Promis
     return { ...old.graph, build, memo: old.graph.memo };
   }
   const graph = makeGraph(root, snapshot, modules, build);
-  // Enough parsing to have compiled most of TypeScript's parser: worth keeping for the next process.
+  // Enough modules read to have compiled what of TypeScript a graph uses (its resolver, its parser where outlines or
+  // modules were parsed): worth keeping for the next process.
   if (parsedNow >= WARM_PARSES) typeScriptWarm();
   snapshot.graph = graph;
   state.snapshot = snapshot;

@@ -72,9 +72,9 @@ export interface Usage {
  * `let` or `var` (import and export lists, destructured declarations), brackets after `const`, `let`, `var` and `,`,
  * and any parenthesized group that is not arguments or parameters, which may be an expression or a type.
  * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error), and when the module
- * calls `import(…)` or `require(…)` or assigns `module.exports` (their specifiers and bindings may sit in what an
- * outline drops; the words in a comment or a string do not count); the caller also drops an outline the parser
- * rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned. A syntax error inside what is
+ * calls `require(…)`, assigns `module.exports` or calls `import(…)` in a shape it does not read (their specifiers and
+ * bindings may sit in what an outline drops; the words in a comment or a string do not count). The caller reads the
+ * outline's statements from its tokens (top_level.ts) or parses it, and drops one the parser rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned. A syntax error inside what is
  * dropped (a function body whose brackets balance but which does not parse) goes unseen: the whole tree would report
  * it, while the module's imports and exports read the same either way.
  */
