@@ -15,8 +15,8 @@ import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 /** A module's text with what the summary does not need left out, and the way back to positions in the text. */
 export interface Outline {
   /**
-   * The outline's text, made on first use: the reader of top-level statements (top_level.ts) needs only tokens. Both
-   * are to be asked for before the next outline is read (they throw after).
+   * The outline's text, made on first use (with `at`): the reader of top-level statements (top_level.ts) needs only
+   * tokens. Text, tokens and `at` are to be asked for before the next outline is read (they throw after).
    */
   readonly text: string;
   readonly tokens: OutlineTokens;
@@ -74,7 +74,8 @@ export interface Usage {
  * undefined when the scan is not sure of itself (brackets that do not balance, a scanner error), and when the module
  * calls `require(…)`, assigns `module.exports` or calls `import(…)` in a shape it does not read (their specifiers and
  * bindings may sit in what an outline drops; the words in a comment or a string do not count). The caller reads the
- * outline's statements from its tokens (top_level.ts) or parses it, and drops one the parser rejects. For TypeScript without JSX only: JSX text needs the parser to be scanned. A syntax error inside what is
+ * outline's statements from its tokens (top_level.ts) or parses it, and drops one the parser rejects. For TypeScript
+ * without JSX only: JSX text needs the parser to be scanned. A syntax error inside what is
  * dropped (a function body whose brackets balance but which does not parse) goes unseen: the whole tree would report
  * it, while the module's imports and exports read the same either way.
  */
@@ -100,15 +101,10 @@ function readOutline(
   const imports: DynamicImport[] = [];
   let count = 0; // tokens kept in `buffers`, which the outline read before this one can no longer use
   const readAt = ++buffers.outlines;
-  let length = 0;
-  let lastEnd = 0;
-  // Where the outline's offset from the text changes: outline position, and what to add there and after. A position
-  // between two tokens is where the gap between them starts in the text, as for a statement's leading comments.
-  const from: number[] = [0];
-  const shift: number[] = [0];
-  // For each parenthesis open around the scanner (and emitted), the outline as it was after it, to go back to when
-  // its contents turn out to be arguments or parameters.
-  const saved: { tokens: number; length: number; lastEnd: number; from: number; before: TS.SyntaxKind }[] = [];
+  let lastEnd = 0; // where the last token kept ends in the text
+  // For each parenthesis open around the scanner (and kept), the tokens kept up to it, to go back to when its contents
+  // turn out to be arguments or parameters.
+  const saved: { tokens: number; before: TS.SyntaxKind }[] = [];
   /** The depth of the bracket whose contents are being dropped; -1 when emitting. */
   let dropping = -1;
   /** The depth of the kept list or pattern being emitted (`import {…}`, `const [a, [b]] =`); nothing in it drops. */
@@ -159,27 +155,19 @@ function readOutline(
         (next === SK.ColonToken || next === SK.OpenBraceToken) && tables.signatureBefore.has(state.before)
       ) {
         count = state.tokens;
-        length = state.length;
-        lastEnd = state.lastEnd;
-        from.length = shift.length = state.from;
+        lastEnd = buffers.ends[count - 1]; // the `(`
       }
     }
     const start = scanner.getTokenStart();
     const end = scanner.getTokenEnd();
     const lineBreak = start !== lastEnd && scanner.hasPrecedingLineBreak();
-    if (start !== lastEnd) length++;
-    if (shift[shift.length - 1] !== start - length) {
-      from.push(length);
-      shift.push(start - length);
-    }
     if (count === buffers.kinds.length) growBuffers();
     buffers.kinds[count] = token;
     buffers.starts[count] = start;
     buffers.ends[count] = end;
     buffers.lineBreaks[count++] = lineBreak ? 1 : 0;
-    length += end - start;
     lastEnd = end;
-    if (token === SK.OpenParenToken) saved.push({ tokens: count, length, lastEnd, from: from.length, before });
+    if (token === SK.OpenParenToken) saved.push({ tokens: count, before });
     if (dropFrom >= 0) dropping = dropFrom;
   }
   if (!tokens.complete) return undefined;
@@ -195,21 +183,17 @@ function readOutline(
     }
     return kept;
   };
-  let outlineText: string | undefined;
+  let layout: Layout | undefined;
   return {
     uses,
     imports,
     get text() {
-      if (outlineText === undefined) {
-        const { starts, ends, lineBreaks } = current();
-        outlineText = textOf(text, starts, ends, lineBreaks);
-      }
-      return outlineText;
+      return (layout ??= layoutOf(text, current())).text;
     },
     get tokens() {
       return current();
     },
-    at: (position) => position + shift[lastAtOrBelow(from, position)],
+    at: (position) => (layout ??= layoutOf(text, current())).at(position),
   };
 }
 
@@ -220,14 +204,14 @@ function readOutline(
  */
 const buffers = {
   outlines: 0,
-  kinds: new Uint16Array(4096),
-  starts: new Int32Array(4096),
-  ends: new Int32Array(4096),
-  lineBreaks: new Uint8Array(4096),
+  kinds: new Uint16Array(0),
+  starts: new Int32Array(0),
+  ends: new Int32Array(0),
+  lineBreaks: new Uint8Array(0),
 };
 
 function growBuffers(): void {
-  const size = buffers.kinds.length * 2;
+  const size = Math.max(4096, buffers.kinds.length * 2);
   const grown = {
     kinds: new Uint16Array(size),
     starts: new Int32Array(size),
@@ -241,16 +225,39 @@ function growBuffers(): void {
   Object.assign(buffers, grown);
 }
 
-/** An outline's text: its tokens, each apart from the one before by a line break or a space where the text had a gap. */
-function textOf(text: string, starts: Int32Array, ends: Int32Array, lineBreaks: Uint8Array) {
+/** An outline's text, and the way from its positions to the module's. */
+interface Layout {
+  readonly text: string;
+  readonly at: (position: number) => number;
+}
+
+/**
+ * An outline's layout, made from its tokens only when the outline is parsed: its text has the tokens, each apart from
+ * the one before by a line break or a space where the module's text had a gap.
+ */
+function layoutOf(text: string, { starts, ends, lineBreaks }: OutlineTokens): Layout {
   const parts: string[] = [];
+  // Where the outline's offset from the text changes: outline position, and what to add there and after. A position
+  // between two tokens is where the gap between them starts in the text, as for a statement's leading comments.
+  const from: number[] = [0];
+  const shift: number[] = [0];
+  let length = 0;
   let lastEnd = 0;
   for (let i = 0; i < starts.length; i++) {
-    if (starts[i] !== lastEnd) parts.push(lineBreaks[i] ? "\n" : " ");
-    parts.push(text.slice(starts[i], ends[i]));
+    const start = starts[i];
+    if (start !== lastEnd) {
+      parts.push(lineBreaks[i] ? "\n" : " ");
+      length++;
+    }
+    if (shift[shift.length - 1] !== start - length) {
+      from.push(length);
+      shift.push(start - length);
+    }
+    parts.push(text.slice(start, ends[i]));
+    length += ends[i] - start;
     lastEnd = ends[i];
   }
-  return parts.join("");
+  return { text: parts.join(""), at: (position) => position + shift[lastAtOrBelow(from, position)] };
 }
 
 /**
