@@ -19,7 +19,7 @@ export function loadTypeScript(): Promise<TsApi> {
 }
 
 /**
- * Tells the host that TypeScript's compiler has done real work (a graph of many modules parsed): the code it keeps
+ * Tells the host that TypeScript's compiler has done real work (a graph of many modules read): the code it keeps
  * between runs can now hold the functions that work compiled, which later runs then need not compile.
  */
 export function typeScriptWarm(): void {

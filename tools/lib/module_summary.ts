@@ -15,7 +15,7 @@ import {
   usageFrom,
   type Use,
 } from "./outline.ts";
-import { TopLevel, topLevelOfOutline, topLevelOfTree } from "./top_level.ts";
+import { type TopLevel, topLevelOfOutline, topLevelOfTree } from "./top_level.ts";
 
 /** How a module names another. */
 export type ImportKind =

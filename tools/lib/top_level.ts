@@ -676,17 +676,9 @@ function readStatements(
   /** Past `<…>` type parameters, when the current token opens them. */
   const skipTypeParameters = (): boolean => {
     if (kind() !== SK.LessThanToken) return true;
-    let angles = 0;
-    let depth = 0;
-    do {
-      const k = kind();
-      if (k === SK.EndOfFileToken || k === SK.SemicolonToken) return false;
-      if (isOpen(k)) depth++;
-      else if (isClose(k)) depth--;
-      else if (depth === 0 && k === SK.LessThanToken) angles++;
-      else if (depth === 0 && k === SK.GreaterThanToken) angles--;
-      i++;
-    } while (angles > 0 || depth > 0);
+    const close = typeArgumentsEnd(i, false);
+    if (close === -1) return false;
+    i = close + 1;
     return true;
   };
   /**
@@ -986,6 +978,17 @@ function readStatements(
     return out;
   };
 
+  /**
+   * At `import`: the statement that starts at `first` (its `import`, or the `export` before), and where it lies, from
+   * the end of the statement before: the names in it are no uses.
+   */
+  const importStatement = (first: number, exported: boolean): boolean => {
+    const pos = first === 0 ? 0 : ends[first - 1];
+    i++;
+    if (!importDeclaration(lineOf(first), exported)) return false;
+    top.importRanges.push([pos, ends[i - 1]]);
+    return true;
+  };
   /** After `import`: an import declaration, or `import x = A.B`. */
   const importDeclaration = (line: number, exported: boolean): boolean => {
     let typeOnly = false;
@@ -1112,13 +1115,7 @@ function readStatements(
       i += 3;
       return endStatement();
     }
-    if (k === SK.ImportKeyword) {
-      const pos = first === 0 ? 0 : ends[first - 1];
-      i++;
-      if (!importDeclaration(line, true)) return false;
-      top.importRanges.push([pos, ends[i - 1]]);
-      return true;
-    }
+    if (k === SK.ImportKeyword) return importStatement(first, true);
     return declaration(line, true, false);
   };
   /** At `default` after `export`: whether a declaration follows (`function`, `class`, `interface`…) or an expression. */
@@ -1383,10 +1380,7 @@ function readStatements(
     const line = lineOf(i);
     const k = kind();
     if (k === SK.ImportKeyword && statementOnly()) {
-      const pos = first === 0 ? 0 : ends[first - 1];
-      i++;
-      if (!importDeclaration(line, false)) return false;
-      top.importRanges.push([pos, ends[i - 1]]);
+      if (!importStatement(first, false)) return false;
       continue;
     }
     if (k === SK.ExportKeyword) {
