@@ -65,7 +65,10 @@ export function makeLstatMany(
     // [0]: the next path to take; [1 + c]: 1 once chunk c is written.
     const state = new Int32Array(new SharedArrayBuffer(4 * (1 + chunks)));
     const out = new Float64Array(new SharedArrayBuffer(Math.max(1, paths.length) * LSTAT_FIELDS * 8));
-    const worker = paths.length >= PARALLEL_FROM ? await start() : undefined;
+    // Any batch starts the helper, so that it is up and compiled by the large ones: a module graph's first batch, at
+    // the start of a cold build, is empty; the next, a second later, has a path per file.
+    const starting = start();
+    const worker = paths.length >= PARALLEL_FROM ? await starting : undefined;
     if (worker) {
       const same = sent !== undefined && sent.length === paths.length && sent.every((path, i) => path === paths[i]);
       if (pending++ === 0) worker.ref();
