@@ -13,7 +13,8 @@ interface Radius {
   module: string;
   direct: { path: string; typeOnly: boolean }[];
   transitive: { path: string; depth: number; typeOnly: boolean; via: string }[];
-  totals: { direct: number; transitive: number; dependents: number };
+  totals: { direct: number; transitive: number; dependents: number; maxDepth: number };
+  truncated: boolean;
   lowerBound: boolean;
   unknownFrom: { path: string; kind: string }[];
   graph: { modules: number; cached: boolean; parsed: number; ms: number };
@@ -169,5 +170,33 @@ describe(`code graph on a generated tree (${runtimeName})`, () => {
       assert.equal(r.lowerBound, false);
       assert.equal(r.graph.cached, true);
     }
+  });
+
+  it("lists direct dependents by path and transitive ones by depth, then path; limit and maxDepth cut that list", async () => {
+    // The module with dependents at the most depths (the most dependents among those).
+    const rank = (file: string) => {
+      const dependents = tree.dependents(file);
+      return new Set(dependents.values()).size * 100_000 + dependents.size;
+    };
+    const target = [...tree.files.keys()].reduce((best, file) => rank(file) > rank(best) ? file : best);
+    const expected = [...tree.dependents(target)];
+    const byPath = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    const inOrder = expected.filter(([, depth]) => depth > 1)
+      .sort(([a, da], [b, db]) => da - db || byPath(a, b));
+    const all = await call<Radius>(session, "code_blast_radius", { module: target, limit: 100000 });
+    assert.deepEqual(all.direct.map((d) => d.path), expected.filter(([, d]) => d === 1).map(([p]) => p).sort(byPath));
+    assert.deepEqual(all.transitive.map((t) => [t.path, t.depth]), inOrder);
+    assert.ok(inOrder.length > 20 && new Set(inOrder.map(([, d]) => d)).size > 2, `${target}: several depths`);
+    assert.equal(all.totals.maxDepth, inOrder.at(-1)![1]);
+    assert.equal(all.truncated, false);
+
+    const cut = await call<Radius>(session, "code_blast_radius", { module: target, limit: 7 });
+    assert.deepEqual(cut.transitive, all.transitive.slice(0, 7));
+    assert.deepEqual(cut.totals, all.totals);
+    assert.equal(cut.truncated, true);
+
+    const shallow = await call<Radius>(session, "code_blast_radius", { module: target, maxDepth: 2, limit: 100000 });
+    assert.deepEqual(shallow.transitive.map((t) => [t.path, t.depth]), inOrder.filter(([, d]) => d === 2));
+    assert.equal(shallow.totals.maxDepth, 2);
   });
 });

@@ -9,6 +9,14 @@ import { type ImportEdge, moduleGraph } from "./lib/module_graph.ts";
  * Risk class `read`: lists and reads the files of one configured root through
  * `ctx.fs` (node_modules left out) and touches nothing else.
  */
+/** One import statement of a direct dependent that names the module. */
+interface ImportView {
+  line: number;
+  specifier: string;
+  kind: string;
+  typeOnly: boolean;
+}
+
 export const tool = defineTool({
   name: "code_blast_radius",
   title: "Blast radius of a module",
@@ -85,18 +93,24 @@ export const tool = defineTool({
       if (list) list.push(edge);
       else edgesFrom.set(edge.from, [edge]);
     }
-    const direct = [...all.entries()].filter(([, d]) => d.depth === 1).map(([path]) => path).sort().map((path) => {
-      const summary = graph.modules.get(path)!.summary!;
-      const imports = (edgesFrom.get(path) ?? []).map((e) => {
-        const record = summary.imports[e.index];
-        return { line: record.line, specifier: record.specifier, kind: record.kind, typeOnly: record.typeOnly };
-      }).sort((a, b) => a.line - b.line);
-      return { path, typeOnly: !runtime.has(path), imports };
-    });
-    const transitiveAll = [...all.entries()].filter(([, d]) => d.depth > 1)
-      .map(([path, d]) => ({ path, depth: d.depth, typeOnly: !runtime.has(path), via: d.via }))
-      .sort((a, b) => a.depth - b.depth || (a.path < b.path ? -1 : 1));
-    const transitive = transitiveAll.slice(0, limit);
+    // `all` is in order of depth, then path: the lists keep it.
+    const direct: { path: string; typeOnly: boolean; imports: ImportView[] }[] = [];
+    const transitive: { path: string; depth: number; typeOnly: boolean; via: string }[] = [];
+    let transitiveCount = 0;
+    let deepest = 0;
+    for (const [path, { depth, via }] of all) {
+      deepest = depth;
+      if (depth === 1) {
+        const summary = graph.modules.get(path)!.summary!;
+        const imports = (edgesFrom.get(path) ?? []).map((e): ImportView => {
+          const record = summary.imports[e.index];
+          return { line: record.line, specifier: record.specifier, kind: record.kind, typeOnly: record.typeOnly };
+        }).sort((a, b) => a.line - b.line);
+        direct.push({ path, typeOnly: !runtime.has(path), imports });
+      } else if (transitiveCount++ < limit) {
+        transitive.push({ path, depth, typeOnly: !runtime.has(path), via });
+      }
+    }
     const unknownFrom = unknownsReaching(graph, [file, ...all.keys()], new Set([file, ...all.keys()]));
     return {
       root,
@@ -105,13 +119,13 @@ export const tool = defineTool({
       transitive,
       totals: {
         direct: direct.length,
-        transitive: transitiveAll.length,
+        transitive: transitiveCount,
         dependents: all.size,
         runtime: runtime.size,
         typeOnly: all.size - runtime.size,
-        maxDepth: Math.max(0, ...[...all.values()].map((d) => d.depth)),
+        maxDepth: deepest,
       },
-      truncated: transitive.length < transitiveAll.length,
+      truncated: transitive.length < transitiveCount,
       lowerBound: unknownFrom.length > 0,
       unknownFrom,
       graph: {

@@ -279,6 +279,7 @@ const RECENT_DEPENDENTS = 8;
  * Every module that imports `file`, directly or through others, breadth
  * first: its shortest depth and one module at depth - 1 it is reached
  * through. `valueOnly` skips type-only edges (run-time dependents only).
+ * The map iterates by depth, then by path: callers list it as it is.
  * The last few answers are kept in the graph's memo: asked again of the same graph, the same map.
  */
 export function dependentsOf(
@@ -298,16 +299,17 @@ export function dependentsOf(
   if (recent.size > RECENT_DEPENDENTS) recent.delete(recent.keys().next().value!);
   let frontier = [file];
   for (let depth = 1; frontier.length > 0 && depth <= maxDepth; depth++) {
-    const next: string[] = [];
+    // This depth's modules, each with the first module of the (sorted) frontier that reaches it.
+    const level = new Map<string, string>();
     for (const target of frontier) {
       for (const edge of graph.importersOf(target)) {
         if (options.valueOnly && edge.typeOnly) continue;
-        if (edge.from === file || found.has(edge.from)) continue;
-        found.set(edge.from, { depth, via: target });
-        next.push(edge.from);
+        if (edge.from === file || found.has(edge.from) || level.has(edge.from)) continue;
+        level.set(edge.from, target);
       }
     }
-    frontier = next.sort();
+    frontier = [...level.keys()].sort();
+    for (const path of frontier) found.set(path, { depth, via: level.get(path)! });
   }
   return found;
 }
