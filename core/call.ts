@@ -75,6 +75,19 @@ function formatSeconds(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
+/** Results shaped from structured output, with the JSON text of that output (their text content). */
+const structuredTexts = new WeakMap<CallResult, string>();
+
+/**
+ * The JSON text of a result shaped from structured output, made from the text it holds already: a large answer is
+ * serialized once, not twice. undefined for any other result (then serialize it as usual).
+ */
+export function resultJson(result: CallResult): string | undefined {
+  const text = structuredTexts.get(result);
+  if (text === undefined) return undefined;
+  return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
+}
+
 function shapeOutput(tool: CatalogEntry, value: unknown): CallResult {
   const name = tool.descriptor.name;
   if (tool.validateOutput) {
@@ -91,7 +104,10 @@ function shapeOutput(tool: CatalogEntry, value: unknown): CallResult {
       );
     }
     const structured = checked.value as Record<string, unknown>;
-    return { content: [{ type: "text", text: JSON.stringify(structured) }], structuredContent: structured };
+    const text = JSON.stringify(structured);
+    const result: CallResult = { content: [{ type: "text", text }], structuredContent: structured };
+    structuredTexts.set(result, text);
+    return result;
   }
   if (typeof value === "string") return { content: [{ type: "text", text: value }] };
   return { content: [{ type: "text", text: value === undefined ? "" : JSON.stringify(value) }] };

@@ -5,6 +5,7 @@ import { ErrorCode, InitializeRequestSchema, McpError } from "@modelcontextproto
 import type { Ledger } from "./ledger.ts";
 import { governedCall, type Policy } from "./policy.ts";
 import type { Catalog } from "./catalog.ts";
+import { resultJson } from "./call.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
@@ -131,6 +132,8 @@ export async function serve(options: ServeOptions): Promise<void> {
           },
         });
         if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
+        const json = resultJson(result);
+        if (json !== undefined) transport.preserialize(result, json);
         return result as unknown as Record<string, unknown>;
       }
       case "logging/setLevel": {

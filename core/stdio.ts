@@ -55,7 +55,7 @@ export class StdioTransport {
   #closed = false;
   readonly #decoder = new TextDecoder();
 
-  /** Registers the one JSON text of a frozen result, sent as is whenever that result is. */
+  /** Registers the one JSON text of a result that no longer changes, sent as is whenever that result is. */
   preserialize(result: object, json: string): void {
     this.#preserialized.set(result, json);
   }

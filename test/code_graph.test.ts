@@ -20,6 +20,29 @@ interface Radius {
   graph: { modules: number; cached: boolean; parsed: number; ms: number };
 }
 
+describe(`code answers with any characters (${runtimeName})`, () => {
+  it("sends quotes, backslashes, line separators and emoji intact, as structured content and as text", async () => {
+    const work = tempDir("warden-code-chars-");
+    const odd = 'src/naïve "quoted" back\u2028sep 🚀.ts';
+    const specifier = './missing\\"🚀"';
+    writeTree(work.dir, [
+      ["src/a.ts", "export const a = 1;\n"],
+      [odd, `import { a } from "./a";\nimport ${JSON.stringify(specifier)};\nexport const b = a;\n`],
+    ]);
+    const session = await connectRoot(work.dir);
+    try {
+      // `call` checks that the text parses to the structured content.
+      const r = await call<Radius>(session, "code_blast_radius", { module: "src/a.ts" });
+      assert.deepEqual(r.direct.map((d) => d.path), [odd]);
+      const about = await call<{ imports: { specifier: string }[] }>(session, "code_about", { module: odd });
+      assert.deepEqual(about.imports.map((i) => i.specifier), ["./a", specifier]);
+    } finally {
+      await session.close();
+      work.remove();
+    }
+  });
+});
+
 describe(`code graph cache (${runtimeName})`, () => {
   let session: Session;
   let work: { dir: string; remove: () => void };
