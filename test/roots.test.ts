@@ -222,6 +222,32 @@ describe(`root confinement (${runtimeName})`, () => {
     );
   });
 
+  it("answers batch after batch with what is on disk now, for the list the helper holds and for new ones", async () => {
+    // The helper keeps a list and its arrays from batch to batch and is woken for the next: each answer must still be
+    // the files as they are when it is asked, whether the list is the same, another, or the same again.
+    mkdirSync(path.join(rootDir, "batches"), { recursive: true });
+    const files = Array.from({ length: 1300 }, (_, i) => `batches/f${i}.txt`);
+    const sizes = files.map((_, i) => i % 50);
+    for (const [i, file] of files.entries()) writeFileSync(path.join(rootDir, file), "x".repeat(sizes[i]));
+    const lists = [files, [...files].reverse(), files.slice(0, 1200)];
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+    for (let round = 0; round < 24; round++) {
+      for (let k = 0; k < 40; k++) {
+        const i = random(files.length);
+        sizes[i] = random(200);
+        writeFileSync(path.join(rootDir, files[i]), "y".repeat(sizes[i]));
+      }
+      const list = lists[round % 5 < 3 ? 0 : random(lists.length)];
+      const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths: list })));
+      assert.deepEqual(
+        batch.map((info: { size: number }) => info.size),
+        list.map((file) => sizes[files.indexOf(file)]),
+        `round ${round}`,
+      );
+    }
+  });
+
   it("checks again the directories a list stat'ed before relies on", async () => {
     // The same list twice: the second time, a directory it went through is a symlink that leads out of the root, and
     // one that was a symlink is a plain directory again. Each time, stats answers as stat does one by one.

@@ -5,8 +5,10 @@
 // from a shared counter while this thread does the same, both writing into a
 // shared array and flagging each chunk done. This thread never waits: a chunk
 // the helper has not finished (it is starting, or off the CPU of a busy
-// machine) is done again here. node:worker_threads on both runtimes: unlike a
-// web Worker on deno, it can be told not to keep the process alive.
+// machine) is done again here. Between batches the helper sleeps in
+// Atomics.wait, and is woken with Atomics.notify. node:worker_threads on both
+// runtimes: unlike a web Worker on deno, it can be told not to keep the
+// process alive.
 import type { Worker } from "node:worker_threads";
 
 /** What an lstat writes per path: a kind, the size, the mtime in ms. */
@@ -20,8 +22,25 @@ export const LSTAT_MISSING = 5;
 
 /** Paths taken at once from the shared counter. */
 const CHUNK = 64;
-/** Fewer paths than this are done on this thread alone: a message to the helper and back costs more. */
+/** Fewer paths than this are done on this thread alone: waking the helper costs more. */
 const PARALLEL_FROM = 1024;
+
+/**
+ * lstats the helper makes of one file as it starts (its runtime's executable: any file will do), so that its code is
+ * compiled before its first batch: a new thread took 10-15 µs an lstat through its first 1,600, 3-4 from its 3,000th
+ * (node, this project's 2-CPU VM), and so did only a third of the first batches after a cold build.
+ */
+const WARM_UP_CALLS = 3000;
+
+/**
+ * The control block this thread and the helper share (Int32 slots). GENERATION is the batch this thread last started;
+ * SERVED, the last one the helper finished (it touches a batch's arrays only in between); MAIL, messages posted and not
+ * yet read. A batch on the list the helper holds, with the helper idle, is woken by Atomics.notify: a message event
+ * took 2-4 ms to be delivered to a helper that had not had one in a while, most of a batch.
+ */
+const GENERATION = 0;
+const SERVED = 1;
+const MAIL = 2;
 
 /** lstats `paths` into an array of LSTAT_FIELDS numbers per path. */
 export type LstatMany = (paths: readonly string[]) => Promise<Float64Array>;
@@ -39,46 +58,60 @@ export function makeLstatMany(
   // Compiled on first use: a server that never stats a batch does not pay for it at start-up.
   let lstatInto: LstatInto | undefined;
   let helper: Promise<Worker | undefined> | undefined;
-  /** The list the helper holds: a batch with the same one does not send it again (a warm check stats the same). */
-  let sent: readonly string[] | undefined;
-  /** Batches the helper has not answered: while there are any it keeps the process alive, else not. */
-  let pending = 0;
+  const control = new Int32Array(new SharedArrayBuffer(4 * 3));
+  /** What the helper holds: the list (a warm check stats the same one each time) and that batch's arrays. */
+  let held: { paths: readonly string[]; state: Int32Array; out: Float64Array } | undefined;
   const stopUsing = () => {
     helper = Promise.resolve(undefined);
-    sent = undefined;
+    held = undefined;
   };
   const start = () =>
     helper ??= import("node:worker_threads").then(({ Worker }) => {
-      const worker = new Worker(`const lstatInto = ${lstatIntoSource};\n${HELPER_LOOP}`, { eval: true });
-      worker.on("message", () => {
-        if (--pending === 0) worker.unref();
+      const worker = new Worker(`const lstatInto = ${lstatIntoSource};\n${HELPER_LOOP}`, {
+        eval: true,
+        workerData: control.buffer,
       });
       worker.on("error", stopUsing);
       worker.on("exit", stopUsing);
-      worker.unref(); // after the listeners: adding one refs the worker again
+      // It waits in Atomics.wait between batches, and never answers: nothing of it need keep the process alive.
+      worker.unref();
       return worker;
     }).catch(() => undefined);
 
   return async (paths) => {
     lstatInto ??= new Function("require", `return ${lstatIntoSource}`)(require) as LstatInto;
-    const chunks = Math.ceil(paths.length / CHUNK);
-    // [0]: the next path to take; [1 + c]: 1 once chunk c is written.
-    const state = new Int32Array(new SharedArrayBuffer(4 * (1 + chunks)));
-    const out = new Float64Array(new SharedArrayBuffer(Math.max(1, paths.length) * LSTAT_FIELDS * 8));
     // Any batch starts the helper, so that it is up and compiled by the large ones: a module graph's first batch, at
     // the start of a cold build, is empty; the next, a second later, has a path per file.
     const starting = start();
     const worker = paths.length >= PARALLEL_FROM ? await starting : undefined;
-    if (worker) {
-      const same = sent !== undefined && sent.length === paths.length && sent.every((path, i) => path === paths[i]);
-      if (pending++ === 0) worker.ref();
-      worker.postMessage({ state: state.buffer, out: out.buffer, paths: same ? undefined : paths });
-      sent = paths;
+    const generation = Atomics.load(control, GENERATION);
+    // A helper still on the last batch (off the CPU of a busy machine) is left to it: this one is done here alone.
+    if (!worker || Atomics.load(control, SERVED) !== generation) {
+      const out = new Float64Array(Math.max(1, paths.length) * LSTAT_FIELDS);
+      for (let i = 0; i < paths.length; i++) lstatInto(paths[i], out, i * LSTAT_FIELDS);
+      return out;
     }
+    const chunks = Math.ceil(paths.length / CHUNK);
+    let batch = held;
+    if (batch && batch.paths.length === paths.length && batch.paths.every((path, i) => path === paths[i])) {
+      // The helper is idle: its arrays are this thread's to clear.
+      batch.state.fill(0);
+    } else {
+      // [0]: the next path to take; [1 + c]: 1 once chunk c is written.
+      batch = held = {
+        paths,
+        state: new Int32Array(new SharedArrayBuffer(4 * (1 + chunks))),
+        out: new Float64Array(new SharedArrayBuffer(paths.length * LSTAT_FIELDS * 8)),
+      };
+      Atomics.add(control, MAIL, 1);
+      worker.postMessage({ state: batch.state.buffer, out: batch.out.buffer, paths });
+    }
+    Atomics.store(control, GENERATION, generation + 1);
+    Atomics.notify(control, GENERATION);
+    const { state, out } = batch;
     takeChunks(state, paths, out, lstatInto);
-    if (!worker) return out;
     // Never wait for the helper: a chunk it has not finished (it may be starting, or off the CPU on a busy machine) is
-    // done again here, into this thread's own copy of the results, so that its late writes cannot mix in.
+    // done again here, into this thread's own array, so that its late writes cannot mix in.
     const results = new Float64Array(out.length);
     for (let c = 0; c < chunks; c++) {
       const from = c * CHUNK;
@@ -105,21 +138,40 @@ function takeChunks(state: Int32Array, paths: readonly string[], out: Float64Arr
   }
 }
 
-/** The helper's side: the same loop as takeChunks, over the last list sent. */
+/**
+ * The helper's side. A message brings a new list and its arrays; then it serves each new generation with the same
+ * loop as takeChunks, and waits for the next. It goes back to its event loop only when a message is waiting.
+ */
 const HELPER_LOOP = `
-const { parentPort } = require("node:worker_threads");
+const { parentPort, workerData } = require("node:worker_threads");
+const control = new Int32Array(workerData);
+{
+  const scratch = new Float64Array(${LSTAT_FIELDS});
+  for (let i = 0; i < ${WARM_UP_CALLS}; i++) lstatInto(process.execPath, scratch, 0);
+}
 let paths = [];
+let shared;
+let results;
 parentPort.on("message", ({ state, out, paths: list }) => {
-  if (list) paths = list;
-  const shared = new Int32Array(state);
-  const results = new Float64Array(out);
+  Atomics.sub(control, ${MAIL}, 1);
+  paths = list;
+  shared = new Int32Array(state);
+  results = new Float64Array(out);
   for (;;) {
-    const start = Atomics.add(shared, 0, ${CHUNK});
-    if (start >= paths.length) break;
-    const end = Math.min(start + ${CHUNK}, paths.length);
-    for (let i = start; i < end; i++) lstatInto(paths[i], results, i * ${LSTAT_FIELDS});
-    Atomics.store(shared, 1 + start / ${CHUNK}, 1);
+    if (Atomics.load(control, ${MAIL}) > 0) return;
+    const generation = Atomics.load(control, ${GENERATION});
+    if (generation !== Atomics.load(control, ${SERVED})) {
+      for (;;) {
+        const start = Atomics.add(shared, 0, ${CHUNK});
+        if (start >= paths.length) break;
+        const end = Math.min(start + ${CHUNK}, paths.length);
+        for (let i = start; i < end; i++) lstatInto(paths[i], results, i * ${LSTAT_FIELDS});
+        Atomics.store(shared, 1 + start / ${CHUNK}, 1);
+      }
+      Atomics.store(control, ${SERVED}, generation);
+      continue;
+    }
+    Atomics.wait(control, ${GENERATION}, generation);
   }
-  parentPort.postMessage(0);
 });
 `;
