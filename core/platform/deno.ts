@@ -336,6 +336,7 @@ export function denoPlatform(): Platform {
           out[at + 2] = info.mtime ? info.mtime.getTime() : 0;
         }`,
         undefined,
+        false,
       ),
       lstatSync(p: string) {
         try {

@@ -50,10 +50,15 @@ export type LstatMany = (paths: readonly string[]) => Promise<Float64Array>;
  * `function lstatInto(path, out, at)`, which writes LSTAT_FIELDS numbers for
  * `path` at `out[at]` and never throws; it may use `require`. It runs on this
  * thread (with `require` given) and on the helper thread (with its own).
+ * `helperStartsAside`: whether making the helper leaves this thread free (node: ~2 ms of it, while deno's worker
+ * holds it ~60 ms). Then any batch starts the helper, so that it is up and compiled by the first large one: a module
+ * graph's first batch, at the start of a cold build, is empty; the next, a second later, has a path per file.
+ * Otherwise the first large batch starts it, and a project too small to have one never pays for it.
  */
 export function makeLstatMany(
   lstatIntoSource: string,
   require: ((specifier: string) => unknown) | undefined,
+  helperStartsAside: boolean,
 ): LstatMany {
   // Compiled on first use: a server that never stats a batch does not pay for it at start-up.
   let lstatInto: LstatInto | undefined;
@@ -80,10 +85,9 @@ export function makeLstatMany(
 
   return async (paths) => {
     lstatInto ??= new Function("require", `return ${lstatIntoSource}`)(require) as LstatInto;
-    // Any batch starts the helper, so that it is up and compiled by the large ones: a module graph's first batch, at
-    // the start of a cold build, is empty; the next, a second later, has a path per file.
-    const starting = start();
-    const worker = paths.length >= PARALLEL_FROM ? await starting : undefined;
+    const large = paths.length >= PARALLEL_FROM;
+    const starting = large || helperStartsAside ? start() : undefined;
+    const worker = large ? await starting : undefined;
     const generation = Atomics.load(control, GENERATION);
     // A helper still on the last batch (off the CPU of a busy machine) is left to it: this one is done here alone.
     if (!worker || Atomics.load(control, SERVED) !== generation) {

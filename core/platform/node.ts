@@ -365,6 +365,7 @@ export function nodePlatform(): Platform {
           };
         })()`,
         createRequire(import.meta.url),
+        true,
       ),
       lstatSync(p: string) {
         try {
