@@ -162,8 +162,9 @@ parentPort.on("message", ({ state, out, paths: list }) => {
   shared = new Int32Array(state);
   results = new Float64Array(out);
   for (;;) {
-    if (Atomics.load(control, ${MAIL}) > 0) return;
+    // The generation first: a message for it was counted before it was set, so it is seen here if it is pending.
     const generation = Atomics.load(control, ${GENERATION});
+    if (Atomics.load(control, ${MAIL}) > 0) return;
     if (generation !== Atomics.load(control, ${SERVED})) {
       for (;;) {
         const start = Atomics.add(shared, 0, ${CHUNK});
