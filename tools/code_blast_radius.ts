@@ -107,8 +107,9 @@ export const tool = defineTool({
           return { line: record.line, specifier: record.specifier, kind: record.kind, typeOnly: record.typeOnly };
         }).sort((a, b) => a.line - b.line);
         direct.push({ path, typeOnly: !runtime.has(path), imports });
-      } else if (transitiveCount++ < limit) {
-        transitive.push({ path, depth, typeOnly: !runtime.has(path), via });
+      } else {
+        transitiveCount++;
+        if (transitive.length < limit) transitive.push({ path, depth, typeOnly: !runtime.has(path), via });
       }
     }
     const unknownFrom = unknownsReaching(graph, [file, ...all.keys()], new Set([file, ...all.keys()]));
