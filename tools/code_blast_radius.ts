@@ -112,7 +112,8 @@ export const tool = defineTool({
         if (transitive.length < limit) transitive.push({ path, depth, typeOnly: !runtime.has(path), via });
       }
     }
-    const unknownFrom = unknownsReaching(graph, [file, ...all.keys()], new Set([file, ...all.keys()]));
+    const reached = [file, ...all.keys()];
+    const unknownFrom = unknownsReaching(graph, reached, new Set(reached));
     return {
       root,
       module: file,

@@ -97,7 +97,7 @@ export function makeLstatMany(
     }
     const chunks = Math.ceil(paths.length / CHUNK);
     let batch = held;
-    if (batch && batch.paths.length === paths.length && batch.paths.every((path, i) => path === paths[i])) {
+    if (batch && sameList(batch.paths, paths)) {
       // The helper is idle: its arrays are this thread's to clear.
       batch.state.fill(0);
     } else {
@@ -131,6 +131,11 @@ export function makeLstatMany(
 }
 
 type LstatInto = (path: string, out: Float64Array, at: number) => void;
+
+/** Whether two lists of paths are the same: one array (a caller checking a list again passes it again), or equal. */
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || a.length === b.length && a.every((path, i) => path === b[i]);
+}
 
 function takeChunks(state: Int32Array, paths: readonly string[], out: Float64Array, lstatInto: LstatInto): void {
   for (;;) {
