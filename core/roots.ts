@@ -525,17 +525,33 @@ type GlobFs = NonNullable<import("globby").Options["fs"]>;
 type Callback<T> = (error: Error | null, value?: T) => void;
 
 /** The fs.Stats and fs.Dirent methods fast-glob asks of an entry, from what the platform says. */
-function entryFacts(name: string, kind: DirEntry["kind"]) {
-  return {
-    name,
-    isFile: () => kind === "file",
-    isDirectory: () => kind === "directory",
-    isSymbolicLink: () => kind === "symlink",
-    isFIFO: () => false,
-    isSocket: () => false,
-    isCharacterDevice: () => false,
-    isBlockDevice: () => false,
-  };
+class GlobEntry {
+  constructor(readonly name: string, readonly kind: DirEntry["kind"]) {}
+  isFile(): boolean {
+    return this.kind === "file";
+  }
+  isDirectory(): boolean {
+    return this.kind === "directory";
+  }
+  isSymbolicLink(): boolean {
+    return this.kind === "symlink";
+  }
+  isFIFO(): boolean {
+    return false;
+  }
+  isSocket(): boolean {
+    return false;
+  }
+  isCharacterDevice(): boolean {
+    return false;
+  }
+  isBlockDevice(): boolean {
+    return false;
+  }
+}
+
+function syncRefused(): never {
+  throw new Error("ctx.fs.glob reads the file system asynchronously only");
 }
 
 /** Largest .gitignore glob reads. */
@@ -566,14 +582,14 @@ function confinedGlobFs(rootReal: string): GlobFs {
   const readdir = async (dir: string) => {
     const abs = path.resolve(rootReal, dir);
     if (!(await plainDir(abs))) throw notThere(dir);
-    return (await fs.readDir(abs)).map((entry) => entryFacts(entry.name, entry.kind));
+    return (await fs.readDir(abs)).map((entry) => new GlobEntry(entry.name, entry.kind));
   };
   // lstat, never stat: a symlink is an entry, never what it points to.
   const lstat = async (file: string) => {
     const abs = path.resolve(rootReal, file);
     if (!(await plainDir(path.dirname(abs)))) throw notThere(file);
     const info = await fs.lstat(abs);
-    return entryFacts(
+    return new GlobEntry(
       path.basename(abs),
       info.isSymlink ? "symlink" : info.isFile ? "file" : info.isDirectory ? "directory" : "other",
     );
@@ -598,9 +614,13 @@ function confinedGlobFs(rootReal: string): GlobFs {
     lstat: (file: string, done: Callback<unknown>) => callback(lstat(file), done),
     stat: (file: string, done: Callback<unknown>) => callback(lstat(file), done),
     promises: { readFile: readIgnoreFile, stat: lstat, lstat },
+    // Only the asynchronous path is confined; were a synchronous call ever made, it fails instead of reading past.
+    lstatSync: syncRefused,
+    statSync: syncRefused,
+    readdirSync: syncRefused,
   };
   // The adapter answers every call fast-glob and globby make on the asynchronous path with the shapes they read;
-  // node's full fs types (overloads, Buffer encodings, the sync methods left to their defaults) do not fit it.
+  // node's full fs types (overloads, Buffer encodings) do not fit it.
   return adapter as unknown as GlobFs;
 }
 

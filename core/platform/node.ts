@@ -54,7 +54,8 @@ function toStat(info: import("node:fs").Stats): FileStat {
 // (open, fstat, read, close). Profiled on a 3,200-file build, those hand-offs cost the main thread more than the
 // reads: ~40 µs each, against a few µs for the same call made synchronously. Synchronous is safe only because
 // nothing here can block: O_NONBLOCK makes opening a FIFO return at once, and the type is checked on the handle.
-const NO_WAIT = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0);
+// O_NOCTTY: a terminal device opened by a session leader would otherwise become its controlling terminal.
+const NO_WAIT = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
 const NO_WAIT_NO_FOLLOW = NO_WAIT | (constants.O_NOFOLLOW ?? 0);
 
 function kindOf(info: import("node:fs").Stats): string {
@@ -147,12 +148,19 @@ function requireWithCodeCache(file: string): unknown {
   let cachedData: Buffer | undefined;
   let warm = true;
   for (const candidate of [warmFile, cacheFile]) {
-    try {
-      cachedData = readFileSync(candidate);
+    // As any read of the host's: something other than a regular file there (a FIFO) must not hang the start.
+    const read = (() => {
+      try {
+        return readRegularFile(candidate, DEFAULT_MAX_TEXT_FILE_BYTES);
+      } catch {
+        return null;
+      }
+    })();
+    if (read?.kind === "ok") {
+      cachedData = Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.byteLength);
       break;
-    } catch {
-      warm = false; // not cached yet
     }
+    warm = false; // not cached yet
   }
   const script = new Script(Module.wrap(readSource(file)), { filename: file, cachedData });
   const module = { exports: {} as unknown };
