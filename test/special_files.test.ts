@@ -492,7 +492,7 @@ describe(`special files reached by a plugin, and in the plugins' own files (${ru
 describe(`special files as the trust store or the lock (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
   let closeSockets: () => Promise<void> = () => Promise.resolve();
-  before(async () => {
+  before(() => {
     work = tempDir();
   });
   after(async () => {
