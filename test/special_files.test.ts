@@ -172,6 +172,7 @@ function specialRoot(dir: string): { root: string; sockets: string[] } {
   mkdirSync(outside, { recursive: true });
   writeFileSync(path.join(root, "src", "a.ts"), "export const a = 1;\n");
   writeFileSync(path.join(outside, "secret.txt"), "top secret\n");
+  writeFileSync(path.join(outside, "outside-debt.ts"), "// TODO: outside the root\nexport const o = 1;\n");
   mkfifo(path.join(root, "pipe"));
   mkfifo(path.join(root, "src", "pipe.ts"));
   // Ignore files glob reads on its own: a FIFO and a socket there must not stop it.
@@ -298,6 +299,31 @@ describe(`special files in a root, read by built-in tools (${runtimeName})`, () 
     }
     const { value: about } = await call(builtins!, "code_about", { module: "src/a.ts" });
     assert.equal(about.isError, undefined, textOf(about));
+  });
+
+  it("lets no built-in tool name what a directory link leads out to", async () => {
+    const calls: [string, Record<string, unknown>][] = [
+      ["tech_debt_check", {}],
+      ["tech_debt_check", { glob: "dirlink-out/**" }],
+      ["tech_debt_check", { glob: ["dirlink-out/*.ts", "{..,src}/*.ts"] }],
+      ["component_discover", {}],
+      ["component_discover", { path: "dirlink-out" }],
+      ["code_dead_exports", {}],
+      ["code_about", { module: "dirlink-out/outside-debt.ts" }],
+    ];
+    for (const [name, args] of calls) {
+      const { value: result } = await call(builtins!, name, args);
+      // The name given as an argument may come back in an error; no other name from outside may.
+      const text = JSON.stringify(result).replaceAll("dirlink-out/outside-debt.ts", "");
+      for (const outside of ["outside-debt", "secret", "TODO: outside"]) {
+        assert.ok(!text.includes(outside), `${name} ${JSON.stringify(args)} named ${outside}: ${text}`);
+      }
+    }
+    const { value: debt } = await call(builtins!, "tech_debt_check", { glob: "dirlink-out/**" });
+    // Before, glob named the file outside and the read was refused: it showed only as one file unreadable.
+    const { filesScanned, skipped } = debt.structuredContent as { filesScanned: number; skipped: object };
+    assert.equal(filesScanned, 0, JSON.stringify(debt));
+    assert.deepEqual(skipped, { binary: 0, tooLarge: 0, unreadable: 0, unknownType: 0 });
   });
 
   it("reads a file growing under a writer up to the size it had, and stops at the cap", async () => {
