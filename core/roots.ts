@@ -30,7 +30,10 @@ export interface FileInfo {
 
 /** Options of `ctx.fs.glob`. */
 export interface GlobOptions {
-  /** Directory inside the root to glob from; results stay relative to the root. */
+  /**
+   * Directory inside the root to glob from; results stay relative to the root. A symlink on its way is followed
+   * when it stays inside the root (as `list` follows one), and results are named by where the files are.
+   */
   readonly cwd?: string;
   /** Honour `.gitignore` files (default true). */
   readonly gitignore?: boolean;
@@ -54,7 +57,11 @@ export interface RootFs {
    */
   stats(root: string, files: readonly string[]): Promise<(FileInfo | null)[]>;
   list(root: string, dir?: string): Promise<DirEntry[]>;
-  /** Files (not directories) matching `patterns`, relative to the root, sorted. */
+  /**
+   * Regular files matching `patterns`, relative to the root, sorted. No symlinked directory is descended into,
+   * wherever it leads (not even as a pattern's literal prefix); a symlinked file is kept when it resolves to a
+   * regular file inside the root. A FIFO, socket or device is not a match.
+   */
   glob(root: string, patterns: string | readonly string[], options?: GlobOptions): Promise<string[]>;
 }
 
