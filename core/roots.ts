@@ -30,7 +30,10 @@ export interface FileInfo {
 
 /** Options of `ctx.fs.glob`. */
 export interface GlobOptions {
-  /** Directory inside the root to glob from; results stay relative to the root. */
+  /**
+   * Directory inside the root to glob from; results stay relative to the root. A symlink on its way is followed
+   * when it stays inside the root (as `list` follows one), and results are named by where the files are.
+   */
   readonly cwd?: string;
   /** Honour `.gitignore` files (default true). */
   readonly gitignore?: boolean;
@@ -54,12 +57,18 @@ export interface RootFs {
    */
   stats(root: string, files: readonly string[]): Promise<(FileInfo | null)[]>;
   list(root: string, dir?: string): Promise<DirEntry[]>;
-  /** Files (not directories) matching `patterns`, relative to the root, sorted. */
+  /**
+   * Regular files matching `patterns`, relative to the root, sorted. No symlinked directory is descended into,
+   * wherever it leads (not even as a pattern's literal prefix); a symlinked file is kept when it resolves to a
+   * regular file inside the root. A FIFO, socket or device is not a match.
+   */
   glob(root: string, patterns: string | readonly string[], options?: GlobOptions): Promise<string[]>;
 }
 
 /** Largest file `readText`/`readBytes` return unless told otherwise. */
 export const DEFAULT_MAX_READ_BYTES = 16 * 1024 * 1024;
+/** Largest `maxBytes` honoured: a larger one is lowered to this (one read is one allocation of the file's size). */
+export const MAX_READ_BYTES = 1024 * 1024 * 1024;
 
 interface OpenRoot {
   readonly id: string;
@@ -89,9 +98,10 @@ function lstatOrNull(target: string): FileStat | null {
   }
 }
 
+/** By path segments, never by string prefix: `/x/root-evil` is not inside `/x/root`, `/x/root/..a` is. */
 function isInside(parent: string, child: string): boolean {
   const rel = path.relative(parent, child);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 function toPosix(p: string): string {
@@ -315,7 +325,7 @@ class ConfinedFs implements RootFs {
   }
 
   async readBytes(rootId: string, file: string, options: { maxBytes?: number } = {}): Promise<Uint8Array> {
-    const maxBytes = options.maxBytes ?? DEFAULT_MAX_READ_BYTES;
+    const maxBytes = Math.min(options.maxBytes ?? DEFAULT_MAX_READ_BYTES, MAX_READ_BYTES);
     const target = await this.#resolve(rootId, file);
     const read = await platform().fs.readRegularFile(target.real, maxBytes);
     const where = `in root "${target.root.id}"`;
@@ -329,7 +339,18 @@ class ConfinedFs implements RootFs {
           problem(`Path refused ${where}`, `${received(target.display)} changed into a symlink while being read`),
         );
       case "not_a_file":
-        throw new WardenError("not_found", problem(`Not a file ${where}`, received(target.display)));
+        if (read.what === "a directory") {
+          throw new WardenError("not_found", problem(`Not a file ${where}`, received(target.display)));
+        }
+        // A FIFO, a socket or a device: reading one could wait or run for ever.
+        throw new WardenError(
+          "path_refused",
+          problem(
+            `Path refused ${where}`,
+            `${received(target.display)} is ${read.what}`,
+            "only regular files are read",
+          ),
+        );
       case "too_large":
         throw new WardenError(
           "too_large",
@@ -462,41 +483,152 @@ class ConfinedFs implements RootFs {
       }
     }
     const base = await this.#resolve(rootId, options.cwd ?? ".");
+    const root = base.root;
+    // `cwd` names a directory as `list` takes one: a symlink inside the root is followed, and the results are named
+    // by where they are (its real path), never through the link.
+    const baseRel = toPosix(path.relative(root.real, base.real));
     const { globby, convertPathToPattern } = await import("globby");
     // Glob from the root itself, with the sub-path as a pattern prefix, so the
     // root's .gitignore applies to a sub-path too.
-    const prefix = base.display === "." ? "" : convertPathToPattern(base.display) + "/";
+    const prefix = baseRel === "" ? "" : convertPathToPattern(baseRel) + "/";
     const scoped = (pattern: string) => pattern.startsWith("!") ? "!" + prefix + pattern.slice(1) : prefix + pattern;
     const found = await globby(list.map(scoped), {
-      cwd: base.root.real,
+      cwd: root.real,
+      fs: confinedGlobFs(root.real),
       // .gitignore files inside the root only: globby's `gitignore` option also
       // reads those of an enclosing repository, outside the root, which hid
       // every file of a root that lies in an ignored directory.
       ...(options.gitignore ?? true ? { ignoreFiles: "**/.gitignore" } : {}),
       dot: options.dot ?? false,
       ignore: [...(options.ignore ?? []).map(scoped), "**/.git/**"],
-      // Symlinks are not followed (a linked directory could lead anywhere);
-      // they come back as entries and a linked file is kept below if it stays inside.
+      // Symlinks are not followed (a linked directory could lead anywhere, or in a loop); they come back as entries
+      // and a linked file is kept below if it stays inside. confinedGlobFs holds the same for a pattern's prefix.
       onlyFiles: false,
       followSymbolicLinks: false,
       objectMode: true,
     });
     const out: string[] = [];
     for (const entry of found) {
+      const real = path.resolve(root.real, entry.path);
+      // A pattern that braces its way out (`{..,x}/*`) is caught by confinedGlobFs; this is the second lock.
+      if (!isInside(root.real, real) || real === root.real) continue;
       if (entry.dirent.isSymbolicLink()) {
         try {
-          const real = await platform().fs.realPath(path.join(base.root.real, entry.path));
-          if (!isInside(base.root.real, real) || !(await platform().fs.stat(real)).isFile) continue;
+          const target = await platform().fs.realPath(real);
+          if (!isInside(root.real, target) || !(await platform().fs.stat(target)).isFile) continue;
         } catch {
           continue;
         }
       } else if (!entry.dirent.isFile()) {
         continue;
       }
-      out.push(toPosix(entry.path));
+      out.push(toPosix(path.relative(root.real, real)));
     }
     return out.sort();
   }
+}
+
+type GlobFs = NonNullable<import("globby").Options["fs"]>;
+type Callback<T> = (error: Error | null, value?: T) => void;
+
+/** The fs.Stats and fs.Dirent methods fast-glob asks of an entry, from what the platform says. */
+class GlobEntry {
+  constructor(readonly name: string, readonly kind: DirEntry["kind"]) {}
+  isFile(): boolean {
+    return this.kind === "file";
+  }
+  isDirectory(): boolean {
+    return this.kind === "directory";
+  }
+  isSymbolicLink(): boolean {
+    return this.kind === "symlink";
+  }
+  isFIFO(): boolean {
+    return false;
+  }
+  isSocket(): boolean {
+    return false;
+  }
+  isCharacterDevice(): boolean {
+    return false;
+  }
+  isBlockDevice(): boolean {
+    return false;
+  }
+}
+
+function syncRefused(): never {
+  throw new Error("ctx.fs.glob reads the file system asynchronously only");
+}
+
+/** Largest .gitignore glob reads. */
+const MAX_IGNORE_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The file system globby and fast-glob see inside `rootReal`: a directory is read, and a name in it looked at, only
+ * when the directory's path is its real path inside the root (no symlink on the way), and an ignore file is read
+ * only as a regular file inside the root. fast-glob does not descend into a symlinked directory, but it starts each
+ * pattern at its literal prefix, through any symlink: `dirlink/**` listed the directory `dirlink` led to, outside
+ * the root, and `{..,x}/*` the root's parent. Refusals are ENOENT, which fast-glob and globby skip silently: what
+ * is not followed is not there. One per glob call (it remembers which directories it checked).
+ */
+function confinedGlobFs(rootReal: string): GlobFs {
+  const fs = platform().fs;
+  const checked = new Map<string, Promise<boolean>>();
+  const notThere = (p: string) => Object.assign(new Error(`ENOENT: not followed: ${p}`), { code: "ENOENT" });
+  const plainDir = (abs: string): Promise<boolean> => {
+    let known = checked.get(abs);
+    if (known === undefined) {
+      known = isInside(rootReal, abs)
+        ? fs.realPath(abs).then((real) => real === abs, () => false)
+        : Promise.resolve(false);
+      checked.set(abs, known);
+    }
+    return known;
+  };
+  const readdir = async (dir: string) => {
+    const abs = path.resolve(rootReal, dir);
+    if (!(await plainDir(abs))) throw notThere(dir);
+    return (await fs.readDir(abs)).map((entry) => new GlobEntry(entry.name, entry.kind));
+  };
+  // lstat, never stat: a symlink is an entry, never what it points to.
+  const lstat = async (file: string) => {
+    const abs = path.resolve(rootReal, file);
+    if (!(await plainDir(path.dirname(abs)))) throw notThere(file);
+    const info = await fs.lstat(abs);
+    return new GlobEntry(
+      path.basename(abs),
+      info.isSymlink ? "symlink" : info.isFile ? "file" : info.isDirectory ? "directory" : "other",
+    );
+  };
+  const readIgnoreFile = async (file: string) => {
+    const abs = path.resolve(rootReal, file);
+    if (!(await plainDir(path.dirname(abs)))) throw notThere(file);
+    const real = await fs.realPath(abs);
+    if (!isInside(rootReal, real)) throw notThere(file);
+    const read = await fs.readRegularFile(real, MAX_IGNORE_FILE_BYTES);
+    // A FIFO, a device or a huge file is no ignore file.
+    if (read.kind !== "ok") throw notThere(file);
+    return new TextDecoder().decode(read.bytes);
+  };
+  const callback = <T>(work: Promise<T>, done: Callback<T>) => void work.then((value) => done(null, value), done);
+  const adapter = {
+    readdir(dir: string, optionsOrDone: unknown, maybeDone?: Callback<unknown>) {
+      const done = (typeof optionsOrDone === "function" ? optionsOrDone : maybeDone) as Callback<unknown>;
+      const withTypes = (optionsOrDone as { withFileTypes?: boolean } | null)?.withFileTypes === true;
+      callback(readdir(dir).then((entries) => withTypes ? entries : entries.map((e) => e.name)), done);
+    },
+    lstat: (file: string, done: Callback<unknown>) => callback(lstat(file), done),
+    stat: (file: string, done: Callback<unknown>) => callback(lstat(file), done),
+    promises: { readFile: readIgnoreFile, stat: lstat, lstat },
+    // Only the asynchronous path is confined; were a synchronous call ever made, it fails instead of reading past.
+    lstatSync: syncRefused,
+    statSync: syncRefused,
+    readdirSync: syncRefused,
+  };
+  // The adapter answers every call fast-glob and globby make on the asynchronous path with the shapes they read;
+  // node's full fs types (overloads, Buffer encodings) do not fit it.
+  return adapter as unknown as GlobFs;
 }
 
 /**

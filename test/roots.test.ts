@@ -294,3 +294,155 @@ describe(`root confinement (${runtimeName})`, () => {
     );
   });
 });
+
+// Names outside a root never come back: not through a symlinked directory that leads out (at the top or deeper), a
+// loop, a sibling whose name starts with the root's (`/x/root-evil` beside `/x/root`: a check by string prefix would
+// let it in), a `cwd` through a link, a pattern that braces its way up, or an absolute one.
+// Decision: glob descends into no symlinked directory, inside the root or out (a link inside could make a loop, and
+// would name one file twice); `cwd`, like `list`'s directory, follows a link that stays inside, and the results are
+// named by where the files are.
+describe(`nothing outside a root is named (${runtimeName})`, () => {
+  let session: Session;
+  let work: { dir: string; remove: () => void };
+  let rootDir: string;
+  let evilDir: string;
+  /** Every name that exists only outside the root. */
+  const outsideNames = ["secret.txt", "deeper.txt", "evil.ts", "evil-deep.ts"];
+  before(async () => {
+    work = tempDir();
+    rootDir = path.join(work.dir, "root");
+    evilDir = path.join(work.dir, "root-evil");
+    const outside = path.join(work.dir, "outside");
+    mkdirSync(path.join(rootDir, "src"), { recursive: true });
+    mkdirSync(path.join(rootDir, "deep", "er"), { recursive: true });
+    mkdirSync(path.join(outside, "sub"), { recursive: true });
+    mkdirSync(path.join(evilDir, "x"), { recursive: true });
+    writeFileSync(path.join(rootDir, "src", "a.ts"), "export const a = 1;\n");
+    writeFileSync(path.join(rootDir, "deep", "er", "in.ts"), "export const inside = 1;\n");
+    writeFileSync(path.join(outside, "secret.txt"), "top secret\n");
+    writeFileSync(path.join(outside, "sub", "deeper.txt"), "top secret\n");
+    writeFileSync(path.join(evilDir, "evil.ts"), "top secret\n");
+    writeFileSync(path.join(evilDir, "x", "evil-deep.ts"), "top secret\n");
+    symlinkSync(outside, path.join(rootDir, "dirlink-out"));
+    symlinkSync(outside, path.join(rootDir, "deep", "er", "link-out"));
+    symlinkSync(rootDir, path.join(rootDir, "loop"));
+    symlinkSync(path.join(rootDir, "deep"), path.join(rootDir, "deep", "er", "loop-up"));
+    symlinkSync(evilDir, path.join(rootDir, "evil-dir"));
+    symlinkSync(path.join(evilDir, "evil.ts"), path.join(rootDir, "evil-file.ts"));
+    symlinkSync(path.join(rootDir, "src"), path.join(rootDir, "inlink"));
+    session = await connect({ env: { WARDEN_TOOLS_DIR: fixtureToolsDir }, args: ["--root", `app=${rootDir}`] });
+  });
+  after(async () => {
+    await session.close();
+    work.remove();
+  });
+
+  const call = (args: Record<string, unknown>) => session.client.callTool({ name: "fixture_fs", arguments: args });
+  const noOutsideName = (text: string, what: string) => {
+    for (const name of [...outsideNames, work.dir]) assert.ok(!text.includes(name), `${what} named ${name}: ${text}`);
+  };
+
+  // null: fast-glob's reading of a brace that expands to `..` is its own; any files inside will do, none outside.
+  const globs: { pattern: string; expected: string[] | null }[] = [
+    { pattern: "**/*", expected: ["deep/er/in.ts", "src/a.ts"] },
+    { pattern: "**", expected: ["deep/er/in.ts", "src/a.ts"] },
+    { pattern: "dirlink-out/**", expected: [] },
+    { pattern: "dirlink-out/*", expected: [] },
+    { pattern: "dirlink-out/secret.txt", expected: [] },
+    { pattern: "dirlink-out/sub/deeper.txt", expected: [] },
+    { pattern: "*/secret.txt", expected: [] },
+    { pattern: "**/secret.txt", expected: [] },
+    { pattern: "deep/**", expected: ["deep/er/in.ts"] },
+    { pattern: "deep/er/link-out/**", expected: [] },
+    { pattern: "deep/er/link-out/sub/*", expected: [] },
+    { pattern: "loop/**", expected: [] },
+    { pattern: "loop/loop/loop/src/*", expected: [] },
+    { pattern: "deep/er/loop-up/er/*", expected: [] },
+    { pattern: "evil-dir/**", expected: [] },
+    { pattern: "evil-dir/evil.ts", expected: [] },
+    { pattern: "evil-dir/x/*", expected: [] },
+    { pattern: "*.ts", expected: [] },
+    { pattern: "evil-file.ts", expected: [] },
+    { pattern: "inlink/**", expected: [] },
+    { pattern: "{..,src}/*", expected: null },
+    { pattern: "{../root-evil,src}/*", expected: null },
+    { pattern: "{../root-evil/x,src}/*.ts", expected: null },
+    { pattern: ".{.,}/*/*.ts", expected: null },
+    { pattern: "src/{..,.}/dirlink-out/*", expected: [] },
+  ];
+  for (const { pattern, expected } of globs) {
+    it(`glob ${JSON.stringify(pattern)} names only files inside`, async () => {
+      const result = await call({ op: "glob", path: pattern });
+      const text = textOf(result);
+      noOutsideName(text, pattern);
+      assert.equal(result.isError, undefined, text);
+      const found = JSON.parse(text) as string[];
+      if (expected) assert.deepEqual(found, expected);
+      else assert.ok(found.every((f) => f === "src/a.ts" || f === "deep/er/in.ts"), text);
+    });
+  }
+
+  it("refuses a glob cwd that leads outside, to the sibling too, and follows one that stays inside", async () => {
+    for (const cwd of ["dirlink-out", "deep/er/link-out", "evil-dir", "../root-evil", evilDir, "loop/dirlink-out"]) {
+      const result = await call({ op: "glob", path: "**", cwd });
+      assert.equal(result.isError, true, cwd);
+      assert.match(textOf(result), /^Path refused in root "app": /, cwd);
+      noOutsideName(textOf(result), `glob cwd ${cwd}`);
+    }
+    assert.deepEqual(JSON.parse(textOf(await call({ op: "glob", path: "**", cwd: "inlink" }))), ["src/a.ts"]);
+    assert.deepEqual(JSON.parse(textOf(await call({ op: "glob", path: "**", cwd: "loop/deep" }))), ["deep/er/in.ts"]);
+  });
+
+  it("refuses absolute patterns and `..`, in the sibling's name too", async () => {
+    for (const pattern of [path.join(evilDir, "*"), `${rootDir}/../root-evil/*`, "../root-evil/*", "src/../../*"]) {
+      const result = await call({ op: "glob", path: pattern });
+      assert.equal(result.isError, true, pattern);
+      assert.match(textOf(result), /^Glob pattern refused: .* could leave the root/, pattern);
+    }
+  });
+
+  const refusedPaths = [
+    "../root-evil/evil.ts",
+    "evil-file.ts",
+    "evil-dir/evil.ts",
+    "evil-dir/x",
+    "evil-dir",
+    "dirlink-out/secret.txt",
+    "deep/er/link-out/sub",
+    "loop/dirlink-out",
+  ];
+  for (const op of ["read", "stat", "list"]) {
+    it(`${op} refuses the sibling root-evil and links out, by relative, absolute and linked path`, async () => {
+      for (const p of [...refusedPaths, path.join(work.dir, "root-evil", "evil.ts"), `${rootDir}-evil/x`]) {
+        const result = await call({ op, path: p });
+        assert.equal(result.isError, true, `${op} ${p}: ${textOf(result)}`);
+        assert.match(textOf(result), /^Path refused in root "app": /, `${op} ${p}`);
+        assert.equal((result._meta as Record<string, unknown>)["warden/error_code"], "path_refused");
+        noOutsideName(textOf(result).replace(JSON.stringify(p), ""), `${op} ${p}`);
+      }
+    });
+  }
+
+  it("stats answers null for every path read and stat refuse", async () => {
+    const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths: refusedPaths })));
+    assert.deepEqual(batch, refusedPaths.map(() => null));
+  });
+
+  it("lists a link that leads out as a symlink, by its own name only", async () => {
+    const names = JSON.parse(textOf(await call({ op: "list", path: "." })));
+    assert.deepEqual(names.filter((e: { kind: string }) => e.kind === "symlink").map((e: { name: string }) => e.name), [
+      "dirlink-out",
+      "evil-dir",
+      "evil-file.ts",
+      "inlink",
+      "loop",
+    ]);
+    noOutsideName(JSON.stringify(names), "list .");
+  });
+
+  it("reads a file whose name starts with two dots, which is inside", async () => {
+    writeFileSync(path.join(rootDir, "..a.ts"), "inside\n");
+    assert.equal(textOf(await call({ op: "read", path: "..a.ts" })), "inside\n");
+    assert.deepEqual(JSON.parse(textOf(await call({ op: "glob", path: "..a.ts" }))), ["..a.ts"]);
+  });
+});

@@ -2,6 +2,7 @@
 // compatibility layer out of the startup path.
 import { sha256Sync } from "../sha256.ts";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
+import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, notRegularFileError, tooLargeError } from "./regular_file.ts";
 import type {
   ChildProcessHandle,
   FileStat,
@@ -21,6 +22,10 @@ interface DenoFileInfo {
   mtime: Date | null;
   ino: number | null;
   dev: number;
+  isFifo: boolean | null;
+  isSocket: boolean | null;
+  isCharDevice: boolean | null;
+  isBlockDevice: boolean | null;
 }
 interface DenoFile {
   statSync(): DenoFileInfo;
@@ -66,8 +71,8 @@ interface DenoNamespace {
   stat(path: string): Promise<DenoFileInfo>;
   lstat(path: string): Promise<DenoFileInfo>;
   lstatSync(path: string): DenoFileInfo;
+  statSync(path: string): DenoFileInfo;
   readDir(path: string): AsyncIterable<{ name: string; isFile: boolean; isDirectory: boolean; isSymlink: boolean }>;
-  readTextFile(path: string): Promise<string>;
   writeFile(path: string, data: Uint8Array, options: { createNew: boolean }): Promise<void>;
   mkdir(path: string, options: { recursive: boolean }): Promise<void>;
   makeTempDir(options: { prefix: string }): Promise<string>;
@@ -137,19 +142,33 @@ function writeAll(sink: { writeSync(bytes: Uint8Array): number }, text: string):
   while (bytes.length > 0) bytes = bytes.subarray(sink.writeSync(bytes));
 }
 
+function kindOf(info: DenoFileInfo): string {
+  return kindName({
+    isFile: info.isFile,
+    isDirectory: info.isDirectory,
+    isSymlink: info.isSymlink,
+    isFifo: info.isFifo === true,
+    isSocket: info.isSocket === true,
+    isCharDevice: info.isCharDevice === true,
+    isBlockDevice: info.isBlockDevice === true,
+  });
+}
+
 // Synchronous on purpose, as on node (see node.ts): each async op is a round trip through the runtime's thread pool,
 // and a file read took five; on a 3,200-file build the round trips cost more than the reads.
-function readRegularFile(file: string, maxBytes: number): RegularFileRead {
-  // Deno.open has no O_NOFOLLOW: compare the lstat of the path with the
-  // fstat of what was opened, so a symlink swapped in between is caught.
-  const before = syncWithCode(() => Deno.lstatSync(file));
+// Deno.open has neither O_NOFOLLOW nor O_NONBLOCK (node:fs has both, but loading it costs ~40 ms): the path is
+// looked at first, and only a regular file is opened; the handle's fstat must then be that same file, so a symlink
+// swapped in between is caught. What remains is a FIFO swapped in within the microseconds between the look and the
+// open, by someone who can write inside the root: that open would wait for a writer.
+function readRegularFile(file: string, maxBytes: number, follow = false): RegularFileRead {
+  const before = syncWithCode(() => follow ? Deno.statSync(file) : Deno.lstatSync(file));
   if (before.isSymlink) return { kind: "symlink" };
-  if (!before.isFile) return { kind: "not_a_file" };
+  if (!before.isFile) return { kind: "not_a_file", what: kindOf(before) };
   const handle = syncWithCode(() => Deno.openSync(file, { read: true }));
   try {
     const info = handle.statSync();
     if (info.ino !== before.ino || info.dev !== before.dev) return { kind: "symlink" };
-    if (!info.isFile) return { kind: "not_a_file" };
+    if (!info.isFile) return { kind: "not_a_file", what: kindOf(info) };
     if (info.size > maxBytes) return { kind: "too_large", size: info.size };
     const bytes = new Uint8Array(info.size);
     let offset = 0;
@@ -161,6 +180,25 @@ function readRegularFile(file: string, maxBytes: number): RegularFileRead {
     return { kind: "ok", bytes: offset === bytes.length ? bytes : bytes.subarray(0, offset) };
   } finally {
     handle.close();
+  }
+}
+
+// Keeps a byte order mark, as node's readFile(…, "utf8") does.
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+
+/** readTextFile: a file of the host's own, through a symlink, under the same rules as readRegularFile. */
+function readTextFile(file: string, maxBytes: number): string {
+  const read = readRegularFile(file, maxBytes, true);
+  switch (read.kind) {
+    case "ok":
+      return utf8.decode(read.bytes);
+    case "too_large":
+      throw tooLargeError(read.size, maxBytes);
+    case "not_a_file":
+      throw notRegularFileError(read.what);
+    case "symlink":
+      // The file changed under the read (stat and handle disagree).
+      throw notRegularFileError("a file that changed while it was opened");
   }
 }
 
@@ -361,7 +399,8 @@ export function denoPlatform(): Platform {
         }),
       readRegularFile: (p: string, maxBytes: number) =>
         new Promise<RegularFileRead>((resolve) => resolve(readRegularFile(p, maxBytes))),
-      readTextFile: (p: string) => withCode(() => Deno.readTextFile(p)),
+      readTextFile: (p: string, maxBytes = DEFAULT_MAX_TEXT_FILE_BYTES) =>
+        new Promise<string>((resolve) => resolve(readTextFile(p, maxBytes))),
       writeFileAtomic: (p: string, data: string | Uint8Array) =>
         withCode(async () => {
           const temp = `${p}.${Deno.pid}.${Date.now()}.tmp`;

@@ -21,7 +21,7 @@ import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { isAscii } from "node:buffer";
 import { tmpdir } from "node:os";
-import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import Module, { createRequire } from "node:module";
 import { Script } from "node:vm";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
@@ -29,6 +29,7 @@ import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { problem, WardenError } from "../errors.ts";
+import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, notRegularFileError, tooLargeError } from "./regular_file.ts";
 import type {
   ChildProcessHandle,
   FileStat,
@@ -51,18 +52,43 @@ function toStat(info: import("node:fs").Stats): FileStat {
 
 // Synchronous on purpose: each async fs call hands work to libuv's thread pool and back, and a file read took four
 // (open, fstat, read, close). Profiled on a 3,200-file build, those hand-offs cost the main thread more than the
-// reads: ~40 µs each, against a few µs for the same call made synchronously.
-function readRegularFile(file: string, maxBytes: number): RegularFileRead {
+// reads: ~40 µs each, against a few µs for the same call made synchronously. Synchronous is safe only because
+// nothing here can block: O_NONBLOCK makes opening a FIFO return at once, and the type is checked on the handle.
+// O_NOCTTY: a terminal device opened by a session leader would otherwise become its controlling terminal.
+const NO_WAIT = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+const NO_WAIT_NO_FOLLOW = NO_WAIT | (constants.O_NOFOLLOW ?? 0);
+
+function kindOf(info: import("node:fs").Stats): string {
+  return kindName({
+    isFile: info.isFile(),
+    isDirectory: info.isDirectory(),
+    isSymlink: info.isSymbolicLink(),
+    isFifo: info.isFIFO(),
+    isSocket: info.isSocket(),
+    isCharDevice: info.isCharacterDevice(),
+    isBlockDevice: info.isBlockDevice(),
+  });
+}
+
+/** Reads a regular file of at most `maxBytes`, up to the size it has when opened; `follow`: through a symlink. */
+function readRegularFile(file: string, maxBytes: number, follow = false): RegularFileRead {
+  // Looked at before opening too: opening a device can act on its own (a tape rewinds, a watchdog starts).
+  const before = follow ? statSync(file) : lstatSync(file);
+  if (before.isSymbolicLink()) return { kind: "symlink" };
+  if (!before.isFile()) return { kind: "not_a_file", what: kindOf(before) };
   let fd: number;
   try {
-    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+    fd = openSync(file, follow ? NO_WAIT : NO_WAIT_NO_FOLLOW);
   } catch (error) {
-    if ((error as { code?: string }).code === "ELOOP") return { kind: "symlink" };
+    const code = (error as { code?: string }).code;
+    // Swapped since the look: ELOOP is a symlink (O_NOFOLLOW), ENXIO a socket.
+    if (code === "ELOOP") return { kind: "symlink" };
+    if (code === "ENXIO") return { kind: "not_a_file", what: "a socket" };
     throw error;
   }
   try {
     const info = fstatSync(fd);
-    if (!info.isFile()) return { kind: "not_a_file" };
+    if (!info.isFile()) return { kind: "not_a_file", what: kindOf(info) };
     if (info.size > maxBytes) return { kind: "too_large", size: info.size };
     const bytes = new Uint8Array(info.size);
     let offset = 0;
@@ -74,6 +100,24 @@ function readRegularFile(file: string, maxBytes: number): RegularFileRead {
     return { kind: "ok", bytes: offset === bytes.length ? bytes : bytes.subarray(0, offset) };
   } finally {
     closeSync(fd);
+  }
+}
+
+// Keeps a byte order mark, as readFile(…, "utf8") did.
+const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
+
+/** readTextFile: a file of the host's own, through a symlink, under the same rules as readRegularFile. */
+function readTextFile(file: string, maxBytes: number): string {
+  const read = readRegularFile(file, maxBytes, true);
+  switch (read.kind) {
+    case "ok":
+      return utf8.decode(read.bytes);
+    case "too_large":
+      throw tooLargeError(read.size, maxBytes);
+    case "not_a_file":
+      throw notRegularFileError(read.what);
+    case "symlink":
+      throw notRegularFileError("a symlink");
   }
 }
 
@@ -104,12 +148,19 @@ function requireWithCodeCache(file: string): unknown {
   let cachedData: Buffer | undefined;
   let warm = true;
   for (const candidate of [warmFile, cacheFile]) {
-    try {
-      cachedData = readFileSync(candidate);
+    // As any read of the host's: something other than a regular file there (a FIFO) must not hang the start.
+    const read = (() => {
+      try {
+        return readRegularFile(candidate, DEFAULT_MAX_TEXT_FILE_BYTES);
+      } catch {
+        return null;
+      }
+    })();
+    if (read?.kind === "ok") {
+      cachedData = Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.byteLength);
       break;
-    } catch {
-      warm = false; // not cached yet
     }
+    warm = false; // not cached yet
   }
   const script = new Script(Module.wrap(readSource(file)), { filename: file, cachedData });
   const module = { exports: {} as unknown };
@@ -390,7 +441,8 @@ export function nodePlatform(): Platform {
       },
       readRegularFile: (p: string, maxBytes: number) =>
         new Promise<RegularFileRead>((resolve) => resolve(readRegularFile(p, maxBytes))),
-      readTextFile: (p: string) => readFile(p, "utf8"),
+      readTextFile: (p: string, maxBytes = DEFAULT_MAX_TEXT_FILE_BYTES) =>
+        new Promise<string>((resolve) => resolve(readTextFile(p, maxBytes))),
       async writeFileAtomic(p: string, data: string | Uint8Array) {
         const temp = `${p}.${process.pid}.${Date.now()}.tmp`;
         try {

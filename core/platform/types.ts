@@ -29,16 +29,25 @@ export interface PlatformDirEntry {
   readonly kind: "file" | "directory" | "symlink" | "other";
 }
 
-/** The outcome of reading a file that must be a regular file and not a symlink. */
+/**
+ * The outcome of reading a file that must be a regular file and not a symlink. `what` says what was found instead,
+ * for error messages: "a directory", "a FIFO", "a socket", "a character device", "a block device".
+ */
 export type RegularFileRead =
   | { readonly kind: "ok"; readonly bytes: Uint8Array }
   | { readonly kind: "too_large"; readonly size: number }
-  | { readonly kind: "not_a_file" }
+  | { readonly kind: "not_a_file"; readonly what: string }
   | { readonly kind: "symlink" };
 
 /**
  * File-system errors are thrown as `Error` with a node-style `code`
  * (`ENOENT`, `ENOTDIR`, `EACCES`…) on both runtimes.
+ *
+ * No read may block: a FIFO, a socket or a device opened as a file would stop
+ * the event loop (opening a FIFO waits for a writer; reading one or a device
+ * never ends). Every read opens without blocking (O_NONBLOCK where the runtime
+ * allows it), checks the type on the open handle, refuses anything but a
+ * regular file, and reads at most the size it saw then, under a cap.
  */
 export interface PlatformFs {
   realPath(path: string): Promise<string>;
@@ -53,9 +62,17 @@ export interface PlatformFs {
   /** lstat of many paths at once, on two threads when there are enough (see lstat_many.ts). */
   lstatMany: LstatMany;
   readDir(path: string): Promise<PlatformDirEntry[]>;
-  /** Reads `path` only if it is a regular file (a symlink is refused) of at most `maxBytes`. */
+  /**
+   * Reads `path` only if it is a regular file (a symlink is refused) of at most `maxBytes`, and no more than the
+   * size it had when opened (a file that grows while read is read up to that size).
+   */
   readRegularFile(path: string, maxBytes: number): Promise<RegularFileRead>;
-  readTextFile(path: string): Promise<string>;
+  /**
+   * Reads a file of the host's own (a symlink is followed) as UTF-8, under the same rules: anything but a regular
+   * file throws with code `EFTYPE` ("… is a FIFO, not a regular file"), one larger than `maxBytes` (default
+   * DEFAULT_MAX_TEXT_FILE_BYTES, see regular_file.ts) with code `EFBIG`.
+   */
+  readTextFile(path: string, maxBytes?: number): Promise<string>;
   /** Writes beside `path`, then renames over it: readers never see half a file. */
   writeFileAtomic(path: string, data: string | Uint8Array): Promise<void>;
   /** Creates a directory and its parents; an existing one is fine. */

@@ -10,7 +10,7 @@ import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { RISK_CLASSES } from "../tool.ts";
 import { parsePrivateKey, parsePublicKey, PLUGIN_SIGNATURE_NAMESPACE, signMessage } from "./sshsig.ts";
-import { discoverPlugins, inspectPlugin, type PluginRecord, readTrustStore } from "./discover.ts";
+import { discoverPlugins, inspectPlugin, MAX_TRUST_FILE_BYTES, type PluginRecord, readTrustStore } from "./discover.ts";
 import { readLock, writeLock } from "./lock.ts";
 import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "./manifest.ts";
 import type { PluginSpec } from "./sdk.ts";
@@ -43,9 +43,12 @@ function optionValue(args: string[], name: string): string | undefined {
   return value;
 }
 
+/** Largest key file read. */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
+
 async function readText(file: string, what: string, fix: string): Promise<string> {
   try {
-    return await platform().fs.readTextFile(file);
+    return await platform().fs.readTextFile(file, MAX_KEY_FILE_BYTES);
   } catch (error) {
     throw new WardenError(
       "config_invalid",
@@ -245,7 +248,11 @@ async function signCommand(args: string[]): Promise<number> {
   if (read.kind !== "ok") {
     throw new WardenError(
       "config_invalid",
-      problem(`Cannot sign ${dir}`, "manifest.json is missing", "run warden plugin build first"),
+      problem(
+        `Cannot sign ${dir}`,
+        read.kind === "not_a_file" ? `manifest.json is ${read.what}, not a regular file` : "manifest.json is missing",
+        "run warden plugin build first",
+      ),
     );
   }
   const signature = await signMessage(key, read.bytes, PLUGIN_SIGNATURE_NAMESPACE);
@@ -273,7 +280,11 @@ async function allowSignerCommand(config: Config, args: string[]): Promise<numbe
     await readText(path.resolve(platform().cwd(), keyFile), "the public key", "pass --key <file.pub>"),
   );
   const file = config.allowedSignersFile;
-  const existing = await platform().fs.readTextFile(file).catch(() => "");
+  // Only a missing file starts empty: one that cannot be read (a FIFO, too large) must not be replaced.
+  const existing = await platform().fs.readTextFile(file, MAX_TRUST_FILE_BYTES).catch((error) => {
+    if ((error as { code?: string }).code === "ENOENT") return "";
+    throw new WardenError("config_invalid", problem(`Cannot read the allowed signers ${file}`, messageOf(error)));
+  });
   const line = `${principal} namespaces="${PLUGIN_SIGNATURE_NAMESPACE}" ${key.text}\n`;
   await platform().fs.mkdir(path.dirname(file));
   await platform().fs.writeFileAtomic(

@@ -78,9 +78,12 @@ export interface TrustStore {
   readonly revoked: readonly SshPublicKey[];
 }
 
+/** Largest allowed_signers or revoked_keys file read: thousands of keys. */
+export const MAX_TRUST_FILE_BYTES = 4 * 1024 * 1024;
+
 async function readOptional(file: string): Promise<string | null> {
   try {
-    return await platform().fs.readTextFile(file);
+    return await platform().fs.readTextFile(file, MAX_TRUST_FILE_BYTES);
   } catch (error) {
     if ((error as { code?: string }).code === "ENOENT") return null;
     throw new WardenError("invalid_trust_store", problem(`Cannot read ${file}`, messageOf(error)));
@@ -160,6 +163,8 @@ export async function inspectPlugin(
       ? "manifest.json is larger than 1 MiB"
       : manifestRead?.kind === "symlink"
       ? "manifest.json is a symlink"
+      : manifestRead?.kind === "not_a_file"
+      ? `manifest.json is ${manifestRead.what}, not a regular file`
       : "manifest.json is missing or not a regular file";
     return refuse("invalid-manifest", why);
   }
@@ -176,7 +181,16 @@ export async function inspectPlugin(
   };
 
   const sigRead = await fs.readRegularFile(`${manifestPath}.sig`, 64 * 1024).catch(() => null);
-  if (!sigRead || sigRead.kind !== "ok") return refuse("unsigned", "manifest.json.sig is missing", known);
+  if (!sigRead || sigRead.kind !== "ok") {
+    const why = sigRead?.kind === "not_a_file"
+      ? `manifest.json.sig is ${sigRead.what}, not a regular file`
+      : sigRead?.kind === "symlink"
+      ? "manifest.json.sig is a symlink"
+      : sigRead?.kind === "too_large"
+      ? "manifest.json.sig is larger than 64 KiB"
+      : "manifest.json.sig is missing";
+    return refuse("unsigned", why, known);
+  }
   let signature;
   try {
     signature = await parseSignature(utf8.decode(sigRead.bytes));
@@ -212,6 +226,8 @@ export async function inspectPlugin(
       ? `entry ${manifest.entry.path} is a symlink; it must be the file itself`
       : entryRead?.kind === "too_large"
       ? `entry ${manifest.entry.path} is larger than 64 MiB`
+      : entryRead?.kind === "not_a_file"
+      ? `entry ${manifest.entry.path} is ${entryRead.what}, not a regular file`
       : `entry ${manifest.entry.path} is missing or not a regular file`;
     return refuse("entry-digest-mismatch", why, withSigner);
   }

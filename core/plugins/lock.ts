@@ -8,6 +8,8 @@ import { platform } from "../platform/mod.ts";
 import { parseStrictJson } from "./strict_json.ts";
 
 export const LOCK_VERSION = 1;
+/** Largest lock file read: a pin is ~300 bytes. */
+const MAX_LOCK_BYTES = 16 * 1024 * 1024;
 
 const Pin = v.strictObject({
   manifestDigest: v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/)),
@@ -30,7 +32,7 @@ export type PluginPin = v.InferOutput<typeof Pin>;
 export async function readLock(file: string): Promise<PluginLock> {
   let text: string;
   try {
-    text = await platform().fs.readTextFile(file);
+    text = await platform().fs.readTextFile(file, MAX_LOCK_BYTES);
   } catch (error) {
     if ((error as { code?: string }).code === "ENOENT") return { lockVersion: LOCK_VERSION, plugins: {} };
     throw new WardenError("invalid_trust_store", problem(`Cannot read the plugin lock file ${file}`, messageOf(error)));
