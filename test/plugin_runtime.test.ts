@@ -481,10 +481,9 @@ describe(`plugin runtime (${runtimeName})`, () => {
       );
     });
 
-    const limited = osLimits().prlimit ? it : it.skip;
-
     for (const [tool, what] of [["allocTyped", "typed arrays"], ["allocWasm", "WebAssembly memory"]] as const) {
-      limited(`stops ${what} at its memory limit (an OS limit), and the next call gets a fresh child`, async () => {
+      it(`stops ${what} at its memory limit (an OS limit), and the next call gets a fresh child`, async (t) => {
+        if (!osLimits().prlimit) return t.skip("needs prlimit (util-linux) for an OS memory limit");
         const plugin = runtime("hostile", "hostile", { memoryMb: 128 });
         assert.equal(await plugin.call(tool, { mb: 32 }, context()) !== undefined, true);
         const pid = plugin.pid as number;
@@ -505,9 +504,8 @@ describe(`plugin runtime (${runtimeName})`, () => {
       assert.deepEqual(await plugin.call("echo", { after: "strings" }, context()), { after: "strings" });
     });
 
-    const withProc = osLimits().procStat ? it : it.skip;
-
-    withProc("spends no CPU between calls: a Worker left spinning is frozen once the call returns", async () => {
+    it("spends no CPU between calls: a Worker left spinning is frozen once the call returns", async (t) => {
+      if (!osLimits().procStat) return t.skip("needs /proc to measure the child's CPU time");
       const plugin = runtime("hostile", "hostile");
       assert.equal(await plugin.call("spinLeftover", {}, context()), "left a worker spinning");
       const pid = plugin.pid as number;
@@ -519,7 +517,8 @@ describe(`plugin runtime (${runtimeName})`, () => {
       assert.equal(plugin.pid, pid);
     });
 
-    withProc("fails a call over its CPU budget and kills the child", async () => {
+    it("fails a call over its CPU budget and kills the child", async (t) => {
+      if (!osLimits().procStat) return t.skip("needs /proc to measure the child's CPU time");
       const plugin = runtime("hostile", "hostile", { cpuMsPerCall: 300 });
       await plugin.call("echo", {}, context());
       const pid = plugin.pid as number;

@@ -53,9 +53,10 @@ let found: OsLimits | undefined;
  */
 export function osLimits(): OsLimits {
   if (found) return found;
+  const fs = platform().fs; // outside the try: an uninitialised platform is a bug, not a missing file
   const exists = (file: string) => {
     try {
-      return platform().fs.lstatSync(file) !== null;
+      return fs.lstatSync(file) !== null;
     } catch {
       return false;
     }
