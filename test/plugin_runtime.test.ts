@@ -537,9 +537,12 @@ describe(`plugin runtime (${runtimeName})`, () => {
     it("refuses progress forged for another call: the child fails, the other call gets none", async () => {
       const plugin = runtime("hostile", "hostile");
       await plugin.call("echo", {}, context());
-      const victim = context();
+      // Timeouts only so that a missed forgery fails the test instead of hanging it.
+      const victim = context(timeoutAfter(5000, "hostile_hangAsync").signal);
       const waiting = rejection(plugin.call("hangAsync", {}, victim));
-      const error = await rejection(plugin.call("forgeProgress", { victim: 2 }, context()));
+      const error = await rejection(
+        plugin.call("forgeProgress", { victim: 2 }, context(timeoutAfter(5000, "hostile_forgeProgress").signal)),
+      );
       assert.equal(
         error.message,
         'Plugin "hostile" failed: it sent a progress for call 2 with a token that is not that call\'s',

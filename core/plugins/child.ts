@@ -121,10 +121,22 @@ export function childMain(): void {
     const stringify = JSON.stringify;
     const parse = JSON.parse;
     const apply = Reflect.apply;
-    const dataOf = Object.getOwnPropertyDescriptor(MessageEvent.prototype, "data")?.get ??
-      function (this: MessageEvent) {
-        return this.data;
-      };
+    // Deno's MessageEvent assigns its data (this.data = ...), so a setter the plugin put on a prototype would see
+    // every message, call tokens included. An accessor of ours, fixed on MessageEvent.prototype, is found first.
+    const eventData = new WeakMap<object, unknown>();
+    const mapGet = WeakMap.prototype.get;
+    const mapSet = WeakMap.prototype.set;
+    const dataOf = function (this: object): unknown {
+      return apply(mapGet, eventData, [this]);
+    };
+    Object.defineProperty(MessageEvent.prototype, "data", {
+      configurable: false,
+      enumerable: true,
+      get: dataOf,
+      set(this: object, value: unknown) {
+        apply(mapSet, eventData, [this, value]);
+      },
+    });
     const stopImmediate = Event.prototype.stopImmediatePropagation;
     // Messages that carry a token have no prototype: a getter the plugin put on Object.prototype (toJSON) never sees them.
     const send = (message: Message) => post(stringify(message));
@@ -233,7 +245,8 @@ export function childMain(): void {
 
     const call = async (message: Message) => {
       const callId = message.id as number;
-      const token = String(message.token);
+      // Not String(): the plugin may have replaced it.
+      const token = typeof message.token === "string" ? message.token : "";
       const controller = new AbortController();
       calls.set(callId, controller);
       const fs = Object.freeze({
