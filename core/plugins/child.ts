@@ -29,7 +29,9 @@
 // host refuses one whose token is not its call's. It lives only in the ctx
 // closure and in message objects without a prototype, handled with functions
 // taken before the plugin's code runs, so plugin code can use a ctx it was
-// given but cannot forge messages for one it was not.
+// given but cannot guess another's token. (It can read the child's stdin, as
+// node's fs can fd 0 without a permission, and so learn tokens of calls, but
+// only of its own: every call in this child is one of this plugin's.)
 //
 // Protocol, host → child: {type:"load", code, rootIds, maxMessageBytes}, {type:"call", id,
 // token, tool, args}, {type:"cancel", callId}, {type:"fs-reply", id, ok, value |

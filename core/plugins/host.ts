@@ -100,7 +100,9 @@ export async function loadPlugins(
   if (verified.length > 0 && (!os.prlimit || !os.procStat)) {
     log("warn", "plugin_limits_partial", {
       memory: os.prlimit ? "OS limit (RLIMIT_DATA)" : "V8 heap only: prlimit is not available, so no OS memory limit",
-      cpu: os.procStat ? "budget per call" : "no budget per call: no /proc here",
+      cpu: os.procStat
+        ? "budget per call"
+        : "no budget per call: this host cannot read /proc (deno: only with --allow-all)",
     });
   }
   const runtimes = new Map<string, PluginRuntime>();

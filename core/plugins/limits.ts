@@ -41,7 +41,7 @@ export interface OsLimits {
   readonly prlimit: string | null;
   /** util-linux setpriv: kills the child when warden dies, even while it is frozen between calls. */
   readonly setpriv: string | null;
-  /** Whether /proc gives a process's CPU time (the per-call budget needs it). */
+  /** Whether this host can read a process's CPU time in /proc (the per-call budget needs it; deno: --allow-all). */
   readonly procStat: boolean;
 }
 
@@ -72,7 +72,11 @@ export function pluginIsolation(limits: PluginLimits): string {
   const memory = os.prlimit
     ? `memory ${limits.memoryMb} MiB (OS limit RLIMIT_DATA, and the V8 heap)`
     : `memory: V8 heap ${limits.memoryMb} MiB only (no OS limit: prlimit is not available here, so typed arrays and WebAssembly memory are unbounded)`;
-  const cpu = os.procStat ? `CPU ${limits.cpuMsPerCall} ms per call` : "CPU: no per-call budget (no /proc here)";
+  const cpu = os.procStat
+    ? `CPU ${limits.cpuMsPerCall} ms per call`
+    : `CPU: no per-call budget (${
+      platform().runtime.name === "deno" ? "deno reads /proc only with --allow-all" : "no /proc here"
+    })`;
   return "deno subprocess: no permissions (--no-prompt --cached-only, no --allow-*), empty environment, " +
     "own process group, entry imported from the verified bytes, no web storage and no cache directory, " +
     `frozen between calls; ${memory}; ${cpu}`;
