@@ -30,10 +30,12 @@ export function limitsOf(declared: Partial<PluginLimits> | undefined): PluginLim
  * Writable private memory deno maps before any plugin code runs, which
  * RLIMIT_DATA counts though it is never touched: V8 reserves a 512 MiB code
  * range per isolate (the child's main thread and the plugin's worker), and
- * the runtime ~50 MiB more. The OS limit is this plus the plugin's memoryMb;
- * each Worker a plugin starts takes another 512 MiB of it.
+ * the runtime ~50 MiB more (measured on deno 2.9, x86-64: 1072 MiB idle).
+ * The OS limit is this plus the plugin's memoryMb, so what the plugin gets is
+ * memoryMb plus the margin (~200 MiB) kept for the runtime's own growth; each
+ * Worker a plugin starts takes another 512 MiB of it.
  */
-export const RUNTIME_RESERVE_MB = 1152;
+export const RUNTIME_RESERVE_MB = 1280;
 
 /** The helpers that put OS limits on a child, where they exist. */
 export interface OsLimits {
