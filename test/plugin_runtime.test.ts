@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { createServer, type Server } from "node:net";
 import path from "node:path";
 import process from "node:process";
@@ -14,6 +15,7 @@ import { after, before, describe, it } from "node:test";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
 import { childSource } from "../core/plugins/child.ts";
+import { osLimits } from "../core/plugins/limits.ts";
 import {
   PLUGIN_RUNTIME_DEFAULTS,
   type PluginCallContext,
@@ -21,6 +23,7 @@ import {
   pluginEnv,
   PluginRuntime,
   type PluginRuntimeOptions,
+  withoutHostFacts,
 } from "../core/plugins/runtime.ts";
 import { openRoots, type RootFs } from "../core/roots.ts";
 import type { ClientLogLevel } from "../core/tool.ts";
@@ -109,7 +112,6 @@ describe(`plugin runtime (${runtimeName})`, () => {
       id,
       entryBytes: typeof entry === "string" ? bundle(entry) : entry,
       fs,
-      cacheDir: path.join(dir, "deno-cache"),
       ...options,
     });
     runtimes.push(created);
@@ -275,15 +277,16 @@ describe(`plugin runtime (${runtimeName})`, () => {
       assert.deepEqual(await plugin.call("echo", { again: true }, context()), { echoed: { again: true } });
     });
 
-    it("starts children with no permission flag and an environment of four variables", () => {
+    it("starts children with no permission flag and an environment of five variables", () => {
       const args = pluginDenoArgs();
       assert.deepEqual(args.filter((arg) => arg.startsWith("--allow") || arg === "-A"), []);
       assert.ok(args.includes("--no-prompt") && args.includes("--cached-only") && args.includes("--no-remote"));
-      assert.deepEqual(pluginEnv("/cache"), {
-        DENO_DIR: "/cache",
+      assert.deepEqual(pluginEnv(), {
+        DENO_DIR: "/dev/null/warden-plugin",
         DENO_NO_UPDATE_CHECK: "1",
         DENO_NO_PACKAGE_JSON: "1",
         NO_COLOR: "1",
+        TZ: "UTC",
       });
       assert.equal(PLUGIN_RUNTIME_DEFAULTS.maxMessageBytes, 8 * 1024 * 1024);
     });
@@ -341,7 +344,11 @@ describe(`plugin runtime (${runtimeName})`, () => {
 
     it("cannot run a program", async () => {
       const marker = path.join(dir, "spawned-marker");
-      const attempts = await plugin.call("spawn", { marker }, context()) as Attempt[];
+      const attempts = await plugin.call(
+        "spawn",
+        { marker, deno: platform().denoExecutable() },
+        context(),
+      ) as Attempt[];
       assert.deepEqual(names(attempts), ["NotCapable", "NotCapable", "NotCapable"]);
       assert.equal(existsSync(marker), false);
     });
@@ -388,6 +395,197 @@ describe(`plugin runtime (${runtimeName})`, () => {
         ],
         ["WardenError", 'Unknown root: received "elsewhere"; use one of: main'],
       ]);
+    });
+  });
+
+  describe("a plugin is sealed: no storage, no host facts, bounded memory and CPU, its own calls only", () => {
+    const storageFailures = [
+      ["ReferenceError", "caches is not defined"],
+      ["ReferenceError", "localStorage is not defined"],
+      ["ReferenceError", "sessionStorage is not defined"],
+      ["ReferenceError", "indexedDB is not defined"],
+      ["TypeError", "Deno.openKv is not a function"],
+      ["TypeError", "Cannot read properties of undefined (reading 'core')"],
+    ];
+
+    it("has no web storage, in its worker or in a Worker it starts, before or after a restart", async () => {
+      const plugin = runtime("hostile", "hostile");
+      for (const round of ["first child", "after a restart"]) {
+        const { here, worker } = await plugin.call("storage", {}, context()) as { here: Attempt[]; worker: Attempt[] };
+        for (const attempts of [here, worker]) {
+          assert.deepEqual(attempts.map((a) => (a.ok ? `stored (${round})` : [a.name, a.message])), storageFailures);
+        }
+        await plugin.stop();
+      }
+    });
+
+    it("has no cache directory: its DENO_DIR cannot be created, even by root", () => {
+      const denoDir = pluginEnv().DENO_DIR;
+      assert.throws(() => mkdirSync(denoDir, { recursive: true }), { code: "ENOTDIR" });
+      assert.equal(existsSync(denoDir), false);
+    });
+
+    it("sees nothing of the host: paths, addresses, environment, pids", async () => {
+      const plugin = runtime("hostile", "hostile");
+      const seen = await plugin.call("hostFacts", {}, context()) as { here: Attempt[]; worker: Attempt[] };
+      const hostFacts = [
+        platform().denoExecutable(),
+        path.dirname(platform().denoExecutable()),
+        repoRoot.replace(/\/$/, ""),
+        dir,
+        process.cwd(),
+        homedir(),
+        ...readFileSync("/etc/resolv.conf", "utf8").split("\n").flatMap((line) =>
+          /^nameserver\s+(\S+)/.exec(line)?.slice(1) ?? []
+        ),
+      ].filter((fact) => fact !== "/");
+      for (const attempts of [seen.here, seen.worker]) {
+        const text = JSON.stringify(attempts);
+        for (const fact of hostFacts) assert.ok(!text.includes(fact), `${fact} reached the plugin: ${text}`);
+        const [execPath, cwd, , pid, ppid] = attempts.map((a) => a.ok ? a.value : a.name);
+        assert.deepEqual([execPath, cwd, pid, ppid], ["deno", "/", "1", "0"]);
+        assert.equal(attempts[15].message, "Requires net access, run again with the --allow-net flag");
+        assert.equal(attempts[19].value, "UTC");
+      }
+    });
+
+    it("gets the host's capability errors without host paths or addresses", async () => {
+      const plugin = runtime("hostile", "hostile");
+      const attempts = await plugin.call("capabilityErrors", {}, {
+        ...context(),
+        capabilities: {
+          fetch: () =>
+            Promise.reject(
+              new WardenError(
+                "tool_failed",
+                "Fetch from https://api.example.com failed: dns error: no record found for 10.255.255.53:53 " +
+                  "and fd00::53, config /etc/resolv.conf",
+              ),
+            ),
+          spawn: () => Promise.reject(Object.assign(new Error(`spawn ${dir}/bin/git ENOENT`), { code: "ENOENT" })),
+          write: () =>
+            Promise.reject(
+              new WardenError("capability_denied", `Cannot write "out.txt": ${dir}/root/out.txt is read-only`),
+            ),
+        },
+      }) as Attempt[];
+      assert.deepEqual(attempts.map((a) => a.message), [
+        "Fetch from https://api.example.com failed: dns error: no record found for <address>:53 and <address>, " +
+        "config <path>",
+        "Spawn failed: ENOENT",
+        'Cannot write "out.txt": <path> is read-only',
+      ]);
+      assert.equal(
+        withoutHostFacts('Path refused in root "main": "../secret.txt"'),
+        'Path refused in root "main": "../secret.txt"',
+      );
+    });
+
+    for (const [tool, what] of [["allocTyped", "typed arrays"], ["allocWasm", "WebAssembly memory"]] as const) {
+      it(`stops ${what} at its memory limit (an OS limit), and the next call gets a fresh child`, async (t) => {
+        if (!osLimits().prlimit) return t.skip("needs prlimit (util-linux) for an OS memory limit");
+        const plugin = runtime("hostile", "hostile", { memoryMb: 128 });
+        assert.equal(await plugin.call(tool, { mb: 32 }, context()) !== undefined, true);
+        const pid = plugin.pid as number;
+        const error = await rejection(plugin.call(tool, { mb: 512 }, context()));
+        assert.equal(error.code, "plugin_failed");
+        assert.match(error.message, /^Plugin "hostile" failed: it reached its memory limit of 128 MiB \(.+\)$/);
+        assert.ok(await eventually(() => !groupAlive(pid), 2000), "the child is gone");
+        assert.deepEqual(await plugin.call("echo", { after: tool }, context()), { after: tool });
+        assert.notEqual(plugin.pid, pid);
+      });
+    }
+
+    it("stops huge strings at its memory limit, and the next call gets a fresh child", async () => {
+      const plugin = runtime("hostile", "hostile", { memoryMb: 128 });
+      const error = await rejection(plugin.call("allocStrings", { mb: 512 }, context()));
+      assert.equal(error.code, "plugin_failed");
+      assert.match(error.message, /^Plugin "hostile" failed: it reached its memory limit of 128 MiB \(its process /);
+      assert.deepEqual(await plugin.call("echo", { after: "strings" }, context()), { after: "strings" });
+    });
+
+    it("spends no CPU between calls: a Worker left spinning is frozen once the call returns", async (t) => {
+      if (!osLimits().procStat) return t.skip("needs /proc to measure the child's CPU time");
+      const plugin = runtime("hostile", "hostile");
+      assert.equal(await plugin.call("spinLeftover", {}, context()), "left a worker spinning");
+      const pid = plugin.pid as number;
+      const before = platform().processCpuMs(pid) as number;
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the window measured, not a synchronisation
+      const after = platform().processCpuMs(pid) as number;
+      assert.ok(after - before <= 20, `the child used ${after - before} ms of CPU between calls`);
+      assert.deepEqual(await plugin.call("echo", { thawed: true }, context()), { thawed: true });
+      assert.equal(plugin.pid, pid);
+    });
+
+    it("fails a call over its CPU budget and kills the child", async (t) => {
+      if (!osLimits().procStat) return t.skip("needs /proc to measure the child's CPU time");
+      const plugin = runtime("hostile", "hostile", { cpuMsPerCall: 300 });
+      await plugin.call("echo", {}, context());
+      const pid = plugin.pid as number;
+      const { signal } = timeoutAfter(10_000, "hostile_hang");
+      const started = performance.now();
+      const error = await rejection(plugin.call("hang", {}, context(signal)));
+      assert.equal(error.code, "plugin_failed");
+      assert.equal(
+        error.message,
+        'Plugin "hostile" failed: call 2 ("hang") used more than 300 ms of CPU time, its budget per call',
+      );
+      assert.ok(performance.now() - started < 5000);
+      assert.ok(await eventually(() => !groupAlive(pid), 2000));
+    });
+
+    it("refuses progress forged for another call: the child fails, the other call gets none", async () => {
+      const plugin = runtime("hostile", "hostile");
+      await plugin.call("echo", {}, context());
+      // Timeouts only so that a missed forgery fails the test instead of hanging it.
+      const victim = context(timeoutAfter(5000, "hostile_hangAsync").signal);
+      const waiting = rejection(plugin.call("hangAsync", {}, victim));
+      const error = await rejection(
+        plugin.call("forgeProgress", { victim: 2 }, context(timeoutAfter(5000, "hostile_forgeProgress").signal)),
+      );
+      assert.equal(
+        error.message,
+        'Plugin "hostile" failed: it sent a progress for call 2 with a token that is not that call\'s',
+      );
+      assert.equal((await waiting).code, "plugin_failed");
+      assert.deepEqual(victim.progressed, []);
+    });
+
+    it("keeps each call's token from the plugin's code, whatever it patches", async () => {
+      const plugin = runtime("hostile", "hostile");
+      assert.equal(await plugin.call("stealTokens", {}, context()), "traps set");
+      const ctx = context();
+      assert.deepEqual(await plugin.call("progressOrder", {}, ctx), "sent");
+      assert.deepEqual(await plugin.call("stolen", {}, context()), { stolen: [] });
+    });
+
+    it("forwards only increasing progress, and nothing after a call's result", async () => {
+      const plugin = runtime("hostile", "hostile");
+      const ctx = context();
+      assert.equal(await plugin.call("progressOrder", {}, ctx), "sent");
+      assert.deepEqual(ctx.progressed.map(([p]) => p), [1, 3, 4]);
+      const kept = context();
+      assert.equal(await plugin.call("keepCtx", {}, kept), "kept");
+      // The kept ctx's messages come before this call's result on the one channel.
+      assert.equal(await plugin.call("useKeptCtx", {}, context()), "used");
+      assert.deepEqual([kept.progressed, kept.logged], [[], []]);
+    });
+
+    it("gives a call that arrives during a cancelled call's grace period to a fresh child", async () => {
+      const plugin = runtime("hostile", "hostile", { cancelGraceMs: 1000 });
+      await plugin.call("echo", {}, context());
+      const pid = plugin.pid as number;
+      const controller = new AbortController();
+      const hung = rejection(plugin.call("hang", {}, context(controller.signal)));
+      controller.abort();
+      assert.equal((await hung).code, "cancelled");
+      const started = performance.now();
+      assert.deepEqual(await plugin.call("echo", { during: "grace" }, context()), { during: "grace" });
+      assert.ok(performance.now() - started < 900, "answered before the grace period ended");
+      assert.notEqual(plugin.pid, pid);
+      assert.ok(await eventually(() => !groupAlive(pid), 3000), "the old child is killed at the end of its grace");
+      const fresh = plugin.pid as number;
+      assert.ok(groupAlive(fresh));
     });
   });
 
@@ -541,7 +739,7 @@ describe(`plugin runtime (${runtimeName})`, () => {
       const source = childSource();
       const url = "data:text/javascript;base64," + btoa(source);
       const child = spawn(platform().denoExecutable(), [...pluginDenoArgs(), url], {
-        env: pluginEnv(path.join(dir, "deno-cache")),
+        env: pluginEnv(),
         cwd: "/",
         detached: true,
         stdio: ["pipe", "pipe", "pipe"],

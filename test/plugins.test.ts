@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { canonicalJson } from "../core/canonical_json.ts";
 import { parsePrivateKey, signMessage } from "../core/plugins/sshsig.ts";
@@ -87,6 +88,7 @@ type Record_ = {
   fix: string | null;
   pinned: boolean;
   tools: string[];
+  isolation: string;
 };
 
 describe(`plugin statuses (${runtimeName})`, () => {
@@ -235,6 +237,16 @@ describe(`plugin statuses (${runtimeName})`, () => {
     );
     add("surrogate", "not-canonical", /^manifest\.json has no canonical form: /);
 
+    await pin("limited", await writePlugin(plugins, "limited", { edit: (m) => void (m.limits = { memoryMb: 256 }) }));
+    add("limited", "verified", /^$/);
+
+    await writePlugin(plugins, "greedy", { edit: (m) => void (m.limits = { memoryMb: 8192, cpuMsPerCall: 1000 }) });
+    add(
+      "greedy",
+      "invalid-manifest",
+      /^manifest\.json limits\.memoryMb: Invalid value: Expected <=4096 but received 8192$/,
+    );
+
     await pin("host", await writePlugin(plugins, "host", { tool: "context" }));
     add("host", "name-conflict", /^tool host_context is already served by a built-in tool$/);
 
@@ -266,6 +278,21 @@ describe(`plugin statuses (${runtimeName})`, () => {
     assert.deepEqual([...records.keys()], [...expected.keys()].sort());
   });
 
+  it("shows the limits each verified plugin runs under: the manifest's, or the defaults", () => {
+    const limited = records.get("limited")!.isolation;
+    const good = records.get("good")!.isolation;
+    assert.match(
+      limited,
+      /^deno subprocess: no permissions .* no web storage and no cache directory, frozen between calls; /,
+    );
+    assert.match(
+      limited,
+      /memory(?: 256 MiB \(OS limit RLIMIT_DATA, and the V8 heap\)|: V8 heap 256 MiB only \(no OS limit: )/,
+    );
+    assert.match(good, /memory(?: 512 MiB \(OS limit|: V8 heap 512 MiB only)/);
+    assert.match(good, /CPU(?: 30000 ms per call|: no per-call budget)/);
+  });
+
   for (
     const id of [
       "good",
@@ -288,6 +315,8 @@ describe(`plugin statuses (${runtimeName})`, () => {
       "schema",
       "badargv",
       "surrogate",
+      "limited",
+      "greedy",
       "host",
     ]
   ) {
@@ -349,6 +378,8 @@ const REPLACED_ENTRY = "export const plugin = { tools: { list: { handler: () => 
 describe(`a verified plugin at work (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
   let session: Session;
+  /** A second server, to be killed. */
+  let doomed: Session;
   let plugins: string;
 
   before(async () => {
@@ -388,11 +419,13 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
     );
     assert.match(trust.stdout, /^Pinned licenses 1\.0\.0 at sha256:[0-9a-f]{64} in /m);
     session = await connect({ env, args: ["--root", `default=${root}`] });
+    doomed = await connect({ env, args: ["--root", `default=${root}`] });
     // Verified at startup; replaced before its first call. The verified bytes must be what runs.
     writeFileSync(path.join(plugins, "licenses", "plugin.js"), REPLACED_ENTRY);
   });
   after(async () => {
     await session.close().catch(() => {});
+    await doomed.close().catch(() => {});
     work.remove();
   });
 
@@ -458,6 +491,33 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
     await session.close();
     const gone = await eventually(() => [server, ...children].every((pid) => !alive(pid)), 3000);
     assert.ok(gone, `still running: ${[server, ...children].filter(alive).join(", ")}`);
+  });
+
+  it("leaves no plugin process behind when the server is killed, though its child is frozen between calls", async (t) => {
+    if (!["/usr/bin/setpriv", "/bin/setpriv"].some(existsSync)) return t.skip("needs setpriv (util-linux)");
+    const server = doomed.transport.pid!;
+    const result = await doomed.client.callTool({ name: "licenses_list", arguments: {} });
+    assert.equal(result.isError, undefined, textOf(result));
+    const children = childrenOf(server);
+    try {
+      assert.ok(children.length > 0, "the plugin runs in a child of the server");
+      const state = (pid: number) => {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return stat.slice(stat.lastIndexOf(")") + 2)[0];
+      };
+      assert.ok(await eventually(() => children.every((pid) => state(pid) === "T"), 2000), "frozen between calls");
+      process.kill(server, "SIGKILL");
+      const gone = await eventually(() => children.every((pid) => !alive(pid)), 3000);
+      assert.ok(gone, `still there: ${children.filter(alive).join(", ")}`);
+    } finally {
+      for (const pid of children) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // Gone, as it should be.
+        }
+      }
+    }
   });
 
   it("ran the verified bytes although the entry file was replaced before the first call", () => {

@@ -73,6 +73,7 @@ interface DenoNamespace {
   lstatSync(path: string): DenoFileInfo;
   statSync(path: string): DenoFileInfo;
   readDir(path: string): AsyncIterable<{ name: string; isFile: boolean; isDirectory: boolean; isSymlink: boolean }>;
+  readTextFileSync(path: string): string;
   writeFile(path: string, data: Uint8Array, options: { createNew: boolean }): Promise<void>;
   mkdir(path: string, options: { recursive: boolean }): Promise<void>;
   makeTempDir(options: { prefix: string }): Promise<string>;
@@ -303,7 +304,7 @@ function spawnProcess(
       stdinOpen = false;
       writer.close().catch(() => {});
     },
-    kill(name: "SIGTERM" | "SIGKILL") {
+    kill(name: "SIGTERM" | "SIGKILL" | "SIGSTOP" | "SIGCONT") {
       if (!gone) signal(name);
     },
     exited,
@@ -452,6 +453,17 @@ export function denoPlatform(): Platform {
       // getaddrinfo, as fetch itself resolves (Deno.resolveDns skips /etc/hosts); loaded on first use.
       const { lookup } = await import("node:dns/promises");
       return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    },
+    processCpuMs(pid: number) {
+      let text: string;
+      try {
+        text = Deno.readTextFileSync(`/proc/${pid}/stat`);
+      } catch {
+        return null;
+      }
+      // As on node: utime and stime, the 14th and 15th fields, in ticks of USER_HZ (100 on every Linux ABI).
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      return (Number(fields[11]) + Number(fields[12])) * 10;
     },
     unrefTimer(timer: unknown) {
       // Deno 2 returns node-style Timeout objects from setTimeout; older versions return ids.

@@ -232,7 +232,7 @@ function handleOf(child: ChildProcessWithoutNullStreams, options: SpawnOptions):
   const group = options.newProcessGroup && process.platform !== "win32";
   let gone = false;
   let stdinOpen = true;
-  const signal = (name: "SIGTERM" | "SIGKILL") => {
+  const signal = (name: "SIGTERM" | "SIGKILL" | "SIGSTOP" | "SIGCONT") => {
     try {
       process.kill(group ? -pid : pid, name);
     } catch {
@@ -272,7 +272,7 @@ function handleOf(child: ChildProcessWithoutNullStreams, options: SpawnOptions):
         child.stdin.end();
       }
     },
-    kill(name: "SIGTERM" | "SIGKILL") {
+    kill(name: "SIGTERM" | "SIGKILL" | "SIGSTOP" | "SIGCONT") {
       if (!gone) signal(name);
     },
     exited,
@@ -501,6 +501,18 @@ export function nodePlatform(): Platform {
       ? (text: string) => oneShotHash("sha256", text, "hex")
       : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),
     resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
+    processCpuMs(pid: number) {
+      let text: string;
+      try {
+        text = readFileSync(`/proc/${pid}/stat`, "latin1");
+      } catch {
+        return null;
+      }
+      // After the command name in parentheses (which may hold anything): state, ... utime (14th), stime (15th),
+      // in clock ticks of USER_HZ, which is 100 on every Linux ABI.
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    },
     unrefTimer(timer: unknown) {
       (timer as { unref?: () => void } | null)?.unref?.();
     },

@@ -133,8 +133,9 @@ export interface ChildProcessHandle {
    * Sends `signal` to the child's process group when it has one (to the
    * child alone where the runtime does not permit more), else to the child.
    * A no-op once the child has exited: what was left of its group was killed then.
+   * SIGSTOP and SIGCONT freeze and resume it (a plugin child between calls).
    */
-  kill(signal: "SIGTERM" | "SIGKILL"): void;
+  kill(signal: "SIGTERM" | "SIGKILL" | "SIGSTOP" | "SIGCONT"): void;
   /** Resolves once the child has exited and been reaped. */
   readonly exited: Promise<ProcessExit>;
   /** Resolves once the child's stdout and stderr have both ended. */
@@ -194,6 +195,11 @@ export interface Platform {
   sha256Hex(text: string): string;
   /** Every address `host` resolves to (A and AAAA), as text. */
   resolveHost(host: string): Promise<string[]>;
+  /**
+   * CPU time (user + system, all threads) a running process has used so far, in ms, from /proc/<pid>/stat;
+   * null where there is no /proc (not Linux) or the process is gone.
+   */
+  processCpuMs(pid: number): number | null;
   /** Keeps `timer` (a `setTimeout` handle) from holding this process alive. */
   unrefTimer(timer: unknown): void;
 }

@@ -18,12 +18,27 @@
 // signal, fs (readText, list, glob, stat, stats, rootIds: RPCs to the host), roots
 // (the same ids), progress(p, total?, message?) and log(level, data).
 //
+// Before the bundle is imported, the worker is hardened (and so is every
+// Worker the plugin starts, whose module is wrapped): no web storage (the
+// Cache API would write under DENO_DIR), no Deno.openKv, no Deno internals,
+// and nothing of the host's in Deno.execPath, pid, ppid or DNS errors (nor in
+// node's process, which reads them).
+//
+// Each call comes with a token, an unguessable string the host made for it:
+// every message about the call (result, fs, progress, log) carries it, and the
+// host refuses one whose token is not its call's. It lives only in the ctx
+// closure and in message objects without a prototype, handled with functions
+// taken before the plugin's code runs, so plugin code can use a ctx it was
+// given but cannot guess another's token. (It can read the child's stdin, as
+// node's fs can fd 0 without a permission, and so learn tokens of calls, but
+// only of its own: every call in this child is one of this plugin's.)
+//
 // Protocol, host → child: {type:"load", code, rootIds, maxMessageBytes}, {type:"call", id,
-// tool, args}, {type:"cancel", callId}, {type:"fs-reply", id, ok, value |
+// token, tool, args}, {type:"cancel", callId}, {type:"fs-reply", id, ok, value |
 // error:{code, message}}. Child → host: {type:"loaded", ok, tools |
-// error:{message}}, {type:"result", callId, ok, value | error:{message, code?,
-// kind?}}, {type:"fs", id, callId, op, args}, {type:"progress", callId,
-// progress, total?, message?}, {type:"log", callId, level, data}.
+// error:{message}}, {type:"result", callId, token, ok, value | error:{message, code?,
+// kind?}}, {type:"fs", id, callId, token, op, args}, {type:"progress", callId, token,
+// progress, total?, message?}, {type:"log", callId, token, level, data}.
 
 /** The part of the Deno namespace the main thread uses. */
 interface ChildDeno {
@@ -35,7 +50,8 @@ interface ChildDeno {
 
 /** The worker's global scope, as the plugin side uses it. */
 interface WorkerScope {
-  Deno: { exit(code?: number): void };
+  Deno: { exit(code?: number): void; errors: { NotCapable: new (message: string) => Error }; internal: symbol };
+  Worker: new (url: string | URL, options?: WorkerOptions) => Worker;
   postMessage(message: unknown): void;
   addEventListener(type: "message", listener: (event: MessageEvent) => void): void;
   close(): void;
@@ -55,9 +71,76 @@ type Message = Record<string, unknown>;
 export function childMain(): void {
   // Runs in the Worker: loads the bundle and answers calls.
   function pluginWorker(): void {
+    // Runs first in the plugin's worker and in every Worker the plugin starts.
+    function harden(): void {
+      const scope = globalThis as unknown as WorkerScope & Record<string, unknown>;
+      const D = scope.Deno as unknown as Record<string | symbol, unknown> & WorkerScope["Deno"];
+      const NotCapable = D.errors.NotCapable;
+      const fixed = (target: object, name: string, descriptor: PropertyDescriptor) =>
+        Object.defineProperty(target, name, { ...descriptor, configurable: false, enumerable: true });
+      // Web storage persists under DENO_DIR (which the host makes uncreatable as well).
+      for (const name of ["caches", "CacheStorage", "Cache", "localStorage", "sessionStorage", "indexedDB"]) {
+        delete scope[name];
+      }
+      delete D.openKv;
+      // Deno's internals: ops and core functions that no permission check stands before.
+      delete D[D.internal];
+      // Values, not refusals: node's process object reads them as it loads. What a fresh pid namespace would show.
+      fixed(D, "execPath", { value: () => "deno", writable: false });
+      fixed(D, "pid", { get: () => 1 });
+      fixed(D, "ppid", { get: () => 0 });
+      // Deno's own refusal names the host's resolver address.
+      fixed(D, "resolveDns", {
+        value: () => Promise.reject(new NotCapable("Requires net access, run again with the --allow-net flag")),
+        writable: false,
+      });
+      // A Worker is a fresh global scope: it gets this function first, then the module asked for.
+      const prelude = "(" + harden.toString() + ")();\n";
+      const Original = scope.Worker;
+      function Hardened(this: unknown, url: string | URL, options?: WorkerOptions): Worker {
+        if (new.target === undefined) {
+          throw new TypeError("Failed to construct 'Worker': Please use the 'new' operator");
+        }
+        const wrapped = "data:text/javascript," +
+          encodeURIComponent(prelude + "await import(" + JSON.stringify(String(url)) + ");\n");
+        const target = (new.target as unknown) === Hardened ? Original : new.target;
+        return Reflect.construct(Original, [wrapped, options], target) as Worker;
+      }
+      Object.defineProperty(Hardened, "name", { value: "Worker" });
+      Hardened.prototype = Original.prototype;
+      Object.defineProperty(Original.prototype, "constructor", {
+        value: Hardened,
+        configurable: false,
+        writable: false,
+      });
+      Object.defineProperty(scope, "Worker", { value: Hardened, configurable: false, writable: false });
+    }
+    harden();
+
     const scope = globalThis as unknown as WorkerScope;
+    // Taken before the plugin's code runs, which may replace what they come from.
     const post = scope.postMessage.bind(scope);
     const stringify = JSON.stringify;
+    const parse = JSON.parse;
+    const apply = Reflect.apply;
+    // Deno's MessageEvent assigns its data (this.data = ...), so a setter the plugin put on a prototype would see
+    // every message, call tokens included. An accessor of ours, fixed on MessageEvent.prototype, is found first.
+    const eventData = new WeakMap<object, unknown>();
+    const mapGet = WeakMap.prototype.get;
+    const mapSet = WeakMap.prototype.set;
+    const dataOf = function (this: object): unknown {
+      return apply(mapGet, eventData, [this]);
+    };
+    Object.defineProperty(MessageEvent.prototype, "data", {
+      configurable: false,
+      enumerable: true,
+      get: dataOf,
+      set(this: object, value: unknown) {
+        apply(mapSet, eventData, [this, value]);
+      },
+    });
+    const stopImmediate = Event.prototype.stopImmediatePropagation;
+    // Messages that carry a token have no prototype: a getter the plugin put on Object.prototype (toJSON) never sees them.
     const send = (message: Message) => post(stringify(message));
     const blockForever = () => {
       // Deno.exit in a worker would end only the worker and leave its calls
@@ -99,7 +182,7 @@ export function childMain(): void {
     const abortError = (signal: AbortSignal) =>
       signal.reason instanceof Error ? signal.reason : new DOMException("The call was cancelled", "AbortError");
 
-    const rpc = (callId: number, op: string, args: unknown[]): Promise<unknown> => {
+    const rpc = (callId: number, token: string, op: string, args: unknown[]): Promise<unknown> => {
       const controller = calls.get(callId);
       if (!controller) return Promise.reject(new Error("File access is only possible during a call"));
       const signal = controller.signal;
@@ -121,7 +204,7 @@ export function childMain(): void {
             reject(error);
           },
         });
-        send({ type: "fs", id, callId, op, args });
+        send({ __proto__: null, type: "fs", id, callId, token, op, args });
       });
     };
 
@@ -155,29 +238,40 @@ export function childMain(): void {
       }
     };
 
+    /** Whether an error is the memory limit being hit (rather than the plugin's own RangeError). */
+    const outOfMemory = (error: unknown) => {
+      const e = error as { name?: unknown; message?: unknown } | null;
+      return e?.name === "RangeError" && typeof e.message === "string" &&
+        /allocation failed|unable to grow|could not allocate|out of memory/i.test(e.message);
+    };
+
     const call = async (message: Message) => {
       const callId = message.id as number;
+      // Not String(): the plugin may have replaced it.
+      const token = typeof message.token === "string" ? message.token : "";
       const controller = new AbortController();
       calls.set(callId, controller);
       const fs = Object.freeze({
         rootIds: Object.freeze([...rootIds]),
-        readText: (root: unknown, path: unknown, options?: unknown) => rpc(callId, "readText", [root, path, options]),
-        list: (root: unknown, dir?: unknown) => rpc(callId, "list", [root, dir]),
-        glob: (root: unknown, patterns: unknown, options?: unknown) => rpc(callId, "glob", [root, patterns, options]),
-        stat: (root: unknown, path: unknown) => rpc(callId, "stat", [root, path]),
-        stats: (root: unknown, paths: unknown) => rpc(callId, "stats", [root, paths]),
-        write: (root: unknown, path: unknown, data: unknown) => rpc(callId, "write", [root, path, data]),
+        readText: (root: unknown, path: unknown, options?: unknown) =>
+          rpc(callId, token, "readText", [root, path, options]),
+        list: (root: unknown, dir?: unknown) => rpc(callId, token, "list", [root, dir]),
+        glob: (root: unknown, patterns: unknown, options?: unknown) =>
+          rpc(callId, token, "glob", [root, patterns, options]),
+        stat: (root: unknown, path: unknown) => rpc(callId, token, "stat", [root, path]),
+        stats: (root: unknown, paths: unknown) => rpc(callId, token, "stats", [root, paths]),
+        write: (root: unknown, path: unknown, data: unknown) => rpc(callId, token, "write", [root, path, data]),
       });
       const ctx = Object.freeze({
         signal: controller.signal,
         fs,
         roots: fs.rootIds,
-        spawn: (argv: unknown, options?: unknown) => rpc(callId, "spawn", [argv, options]),
-        fetch: (url: unknown, options?: unknown) => rpc(callId, "fetch", [url, options]),
+        spawn: (argv: unknown, options?: unknown) => rpc(callId, token, "spawn", [argv, options]),
+        fetch: (url: unknown, options?: unknown) => rpc(callId, token, "fetch", [url, options]),
         progress(progress: number, total?: number, text?: string) {
           if (!controller.signal.aborted) {
             try {
-              send({ type: "progress", callId, progress, total, message: text });
+              send({ __proto__: null, type: "progress", callId, token, progress, total, message: text });
             } catch {
               // Arguments that do not serialize are dropped.
             }
@@ -186,9 +280,9 @@ export function childMain(): void {
         },
         log(level: string, data: unknown) {
           try {
-            send({ type: "log", callId, level, data });
+            send({ __proto__: null, type: "log", callId, token, level, data });
           } catch {
-            send({ type: "log", callId, level, data: String(data) });
+            send({ __proto__: null, type: "log", callId, token, level, data: String(data) });
           }
         },
       });
@@ -215,8 +309,8 @@ export function childMain(): void {
           });
         }
         line = text === undefined
-          ? stringify({ type: "result", callId, ok: true })
-          : `{"type":"result","callId":${callId},"ok":true,"value":${text}}`;
+          ? `{"type":"result","callId":${callId},"token":${stringify(token)},"ok":true}`
+          : `{"type":"result","callId":${callId},"token":${stringify(token)},"ok":true,"value":${text}}`;
         // A line over the host's limit would be taken for a flood: say what happened instead.
         if (line.length * 3 > maxMessageBytes && new TextEncoder().encode(line).length >= maxMessageBytes) {
           throw Object.assign(new Error(`it returned a result of more than ${maxMessageBytes} bytes`), {
@@ -227,18 +321,22 @@ export function childMain(): void {
         const described = describe(error);
         const kind = (error as { kind?: unknown } | null)?.kind;
         if (kind === "unknown_tool" || kind === "invalid_result" || kind === "too_large") described.kind = kind;
-        line = stringify({ type: "result", callId, ok: false, error: described });
+        else if (outOfMemory(error)) described.kind = "memory";
+        line = stringify({ __proto__: null, type: "result", callId, token, ok: false, error: described });
       } finally {
         calls.delete(callId);
       }
       post(line);
     };
 
+    // Registered before the plugin's code runs, so it comes first, and nothing after it sees the host's messages.
     scope.addEventListener("message", (event: MessageEvent) => {
-      if (typeof event.data !== "string") return;
+      apply(stopImmediate, event, []);
+      const data: unknown = apply(dataOf, event, []);
+      if (typeof data !== "string") return;
       let message: Message;
       try {
-        message = JSON.parse(event.data);
+        message = parse(data);
       } catch {
         return;
       }

@@ -209,6 +209,7 @@ async function buildCommand(args: string[]): Promise<number> {
     risk: spec.risk,
     entry: { path: "plugin.js", sha256: (await sha256Digest(bundle)).slice("sha256:".length) },
     capabilities: { readRoots: [...spec.capabilities.readRoots] },
+    ...(spec.limits ? { limits: { ...spec.limits } } : {}),
     tools,
   };
   const text = canonicalJson(manifest);

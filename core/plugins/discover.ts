@@ -11,6 +11,7 @@ import { platform } from "../platform/mod.ts";
 import type { RiskClass } from "../tool.ts";
 import { type AllowedSigner, checkSigner, parseAllowedSigners, parseRevokedKeys } from "./allowed_signers.ts";
 import { readLock } from "./lock.ts";
+import { limitsOf, pluginIsolation } from "./limits.ts";
 import { isManifestProblem, type Manifest, readManifest } from "./manifest.ts";
 import { parseSignature, PLUGIN_SIGNATURE_NAMESPACE, type SshPublicKey, verifySignature } from "./sshsig.ts";
 
@@ -29,10 +30,6 @@ export type PluginStatus =
   | "not-pinned"
   | "pin-mismatch"
   | "name-conflict";
-
-/** How a loaded plugin runs; refused plugins run nowhere. */
-export const PLUGIN_ISOLATION =
-  "deno subprocess: no permissions (--no-prompt --cached-only, no --allow-*), empty environment, own process group, entry imported from the verified bytes";
 
 /** What the audit shows for one plugin directory. No host paths. */
 export interface PluginRecord {
@@ -271,7 +268,7 @@ export async function inspectPlugin(
       status: "verified",
       reason: null,
       fix: null,
-      isolation: PLUGIN_ISOLATION,
+      isolation: pluginIsolation(limitsOf(manifest.limits)),
     },
     manifest,
     entryBytes: entryRead.bytes,

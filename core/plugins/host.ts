@@ -1,7 +1,6 @@
 // Turns verified plugins into catalog entries. Each plugin tool is validated
 // by the host against its manifest schema, then run in the plugin's sandboxed
 // child, which starts on the first call; refusals are logged one line each.
-import path from "node:path";
 import { type CatalogEntry, describeTool, type Validated } from "../catalog.ts";
 import type { Config } from "../config.ts";
 import { problem, WardenError } from "../errors.ts";
@@ -10,6 +9,7 @@ import { log } from "../log.ts";
 import { restrictRoots, type RootFs } from "../roots.ts";
 import type { ExternalContext, GateContext, ToolContext } from "../tool.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "./discover.ts";
+import { limitsOf, osLimits } from "./limits.ts";
 import { PluginRuntime } from "./runtime.ts";
 
 /** The plugins as the host serves them. */
@@ -66,13 +66,14 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
 
 /**
  * Inspects the plugins directory and returns the entries of the verified
- * plugins. With `strictPlugins`, any refusal stops startup.
+ * plugins. With `strictPlugins`, any refusal stops startup. `_cacheDir` is
+ * no longer used: a plugin child has no cache directory (see runtime.ts).
  */
 export async function loadPlugins(
   config: Config,
   fs: RootFs,
   reservedNames: ReadonlySet<string> | Promise<ReadonlySet<string>>,
-  cacheDir: string,
+  _cacheDir?: string,
 ): Promise<LoadedPlugins> {
   const { records, verified } = await discoverPlugins({
     pluginsDir: config.pluginsDir,
@@ -95,6 +96,15 @@ export async function loadPlugins(
       ),
     );
   }
+  const os = osLimits();
+  if (verified.length > 0 && (!os.prlimit || !os.procStat)) {
+    log("warn", "plugin_limits_partial", {
+      memory: os.prlimit ? "OS limit (RLIMIT_DATA)" : "V8 heap only: prlimit is not available, so no OS memory limit",
+      cpu: os.procStat
+        ? "budget per call"
+        : "no budget per call: this host cannot read /proc (deno: only with --allow-all)",
+    });
+  }
   const runtimes = new Map<string, PluginRuntime>();
   const entries = verified.flatMap((plugin) =>
     entriesOf(plugin, () => {
@@ -104,7 +114,7 @@ export async function loadPlugins(
           id: plugin.manifest.id,
           entryBytes: plugin.entryBytes,
           fs: restrictRoots(fs, plugin.manifest.capabilities.readRoots, `plugin ${plugin.manifest.id}`),
-          cacheDir: path.join(cacheDir, plugin.manifest.id),
+          ...limitsOf(plugin.manifest.limits),
         });
         runtimes.set(plugin.manifest.id, runtime);
       }

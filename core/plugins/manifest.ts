@@ -7,6 +7,7 @@ import * as v from "valibot";
 import { canonicalJson } from "../canonical_json.ts";
 import { schemaProblems } from "../json_schema.ts";
 import { RISK_CLASSES, type RiskClass } from "../tool.ts";
+import { PLUGIN_LIMITS } from "./limits.ts";
 import { isStrictJsonValue, parseStrictJson, StrictJsonError } from "./strict_json.ts";
 
 /** The manifest format this host reads. */
@@ -66,6 +67,35 @@ export const ManifestSchema = v.strictObject({
       ),
     ),
   }),
+  limits: v.optional(
+    v.pipe(
+      v.strictObject({
+        memoryMb: v.optional(
+          v.pipe(
+            v.number(),
+            v.integer(),
+            v.minValue(PLUGIN_LIMITS.memoryMb.min),
+            v.maxValue(PLUGIN_LIMITS.memoryMb.max),
+            v.description(
+              `MiB the plugin may use (typed arrays, WebAssembly memory and the JS heap together); default ${PLUGIN_LIMITS.memoryMb.default}.`,
+            ),
+          ),
+        ),
+        cpuMsPerCall: v.optional(
+          v.pipe(
+            v.number(),
+            v.integer(),
+            v.minValue(PLUGIN_LIMITS.cpuMsPerCall.min),
+            v.maxValue(PLUGIN_LIMITS.cpuMsPerCall.max),
+            v.description(
+              `CPU time one call may use, all threads together, in ms; default ${PLUGIN_LIMITS.cpuMsPerCall.default}.`,
+            ),
+          ),
+        ),
+      }),
+      v.description("What the plugin's process may use; the host's maxima bound what a manifest may ask."),
+    ),
+  ),
   tools: v.pipe(v.array(ManifestTool), v.minLength(1), v.maxLength(64)),
 });
 

@@ -8,6 +8,13 @@
 // that is not a well-formed message, too much output, an exit or a call that
 // ignores its cancellation fails the child's calls with `plugin_failed`, kills
 // its process group, and the next call starts a fresh child.
+//
+// What the child may use is bounded too (core/plugins/limits.ts): its memory
+// by RLIMIT_DATA (prlimit), each call's CPU time by sampling the child's, and
+// between calls the child is frozen (SIGSTOP), so nothing a plugin leaves
+// running spends anything. It gets no cache directory: DENO_DIR names a path
+// that cannot be created. Errors the host relays to it lose host paths and
+// addresses.
 import path from "node:path";
 import { concatBytes } from "../bytes.ts";
 import { type ErrorCode, messageOf, problem, received, WardenError } from "../errors.ts";
@@ -15,6 +22,7 @@ import { type ChildProcessHandle, platform, type ProcessExit } from "../platform
 import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../roots.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel } from "../tool.ts";
 import { childSource } from "./child.ts";
+import { limitsOf, osLimits, PLUGIN_LIMITS, RUNTIME_RESERVE_MB } from "./limits.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
 import type { SpawnRequest, SpawnResult } from "../spawn.ts";
 
@@ -44,8 +52,6 @@ export interface PluginRuntimeOptions {
   readonly entryBytes: Uint8Array;
   /** File access for the plugin, already confined to its declared roots. */
   readonly fs: RootFs;
-  /** DENO_DIR of the child: a directory the host owns (deno creates it if missing). */
-  readonly cacheDir: string;
   /** A child without calls is stopped after this long (default 60000). */
   readonly idleMs?: number;
   /** A line of output longer than this is a flood (default 8 MiB). */
@@ -56,8 +62,10 @@ export interface PluginRuntimeOptions {
   readonly cancelGraceMs?: number;
   /** How long the child may take to import its bundle (default 10000). */
   readonly loadTimeoutMs?: number;
-  /** V8 heap limit of the child, in MiB (default 512). */
-  readonly maxHeapMb?: number;
+  /** Memory the plugin may use, in MiB: the V8 heap limit, and the OS limit beside deno's own (default 512). */
+  readonly memoryMb?: number;
+  /** CPU time one call may use, all the child's threads together, in ms (default 30000). */
+  readonly cpuMsPerCall?: number;
 }
 
 /** Defaults of the optional `PluginRuntimeOptions`. */
@@ -67,7 +75,7 @@ export const PLUGIN_RUNTIME_DEFAULTS = Object.freeze({
   maxStderrBytesPerSecond: 1024 * 1024,
   cancelGraceMs: 1000,
   loadTimeoutMs: 10_000,
-  maxHeapMb: 512,
+  ...limitsOf(undefined),
 });
 
 /** File requests a child may have running at once; more wait in a queue. */
@@ -76,6 +84,8 @@ const FS_CONCURRENCY = 8;
 const FS_MAX_PENDING = 10_000;
 /** A child without calls stops keeping the host alive after this long. */
 const QUIET_MS = 50;
+/** How often the CPU time of a child with calls is sampled. */
+const CPU_SAMPLE_MS = 100;
 /** Progress and log messages forwarded per child per second; more are dropped. */
 const NOTIFICATIONS_PER_SECOND = 200;
 const STDERR_TAIL_BYTES = 4096;
@@ -85,13 +95,15 @@ const MAX_PLUGIN_MESSAGE = 2000;
 /** Error codes of the host's file access that a plugin's error may carry through. */
 const FS_ERROR_CODES: ReadonlySet<string> = new Set(["unknown_root", "path_refused", "not_found", "too_large"]);
 const LOG_LEVELS: ReadonlySet<string> = new Set(CLIENT_LOG_LEVELS);
+/** What a child that died of its memory limit leaves on stderr: V8's fatal error, or Rust's failed allocation. */
+const OUT_OF_MEMORY = /out of memory|memory allocation of \d+ bytes failed|Failed to reserve virtual memory/i;
 
 /**
  * The `deno run` flags of a plugin child, before the bootstrap URL: no
  * permission flag at all (so every permission is denied without a prompt),
  * no config, lock file, remote or npm modules, nothing fetched.
  */
-export function pluginDenoArgs(maxHeapMb: number = PLUGIN_RUNTIME_DEFAULTS.maxHeapMb): string[] {
+export function pluginDenoArgs(memoryMb: number = PLUGIN_RUNTIME_DEFAULTS.memoryMb): string[] {
   return [
     "run",
     "--no-prompt",
@@ -100,18 +112,47 @@ export function pluginDenoArgs(maxHeapMb: number = PLUGIN_RUNTIME_DEFAULTS.maxHe
     "--no-lock",
     "--no-remote",
     "--no-npm",
-    `--v8-flags=--max-old-space-size=${maxHeapMb}`,
+    `--v8-flags=--max-old-space-size=${memoryMb}`,
   ];
 }
 
-/** The whole environment of a plugin child. */
-export function pluginEnv(cacheDir: string): Record<string, string> {
+/**
+ * DENO_DIR of a plugin child: a path below a character device, which no one,
+ * root included, can create. deno keeps the Cache API's data and its caches
+ * there; with none, nothing a plugin does persists or fills a disk.
+ */
+export const PLUGIN_DENO_DIR = "/dev/null/warden-plugin";
+
+/** The whole environment of a plugin child. TZ: the host's time zone is not the plugin's business. */
+export function pluginEnv(): Record<string, string> {
   return {
-    DENO_DIR: cacheDir,
+    DENO_DIR: PLUGIN_DENO_DIR,
     DENO_NO_UPDATE_CHECK: "1",
     DENO_NO_PACKAGE_JSON: "1",
     NO_COLOR: "1",
+    TZ: "UTC",
   };
+}
+
+/**
+ * The program and arguments that start a plugin child: deno, under prlimit
+ * (RLIMIT_DATA: deno's own reservations plus `memoryMb`) and setpriv (killed
+ * when warden dies, even frozen) where they exist. Both execute the next
+ * program in place, so the pid is deno's.
+ */
+export function pluginCommand(deno: string, memoryMb: number): { command: string; args: string[] } {
+  const os = osLimits();
+  let command = deno;
+  let args = [...pluginDenoArgs(memoryMb), bootstrap()];
+  if (os.prlimit) {
+    args = [`--data=${(memoryMb + RUNTIME_RESERVE_MB) * 1024 * 1024}`, "--", command, ...args];
+    command = os.prlimit;
+  }
+  if (os.setpriv) {
+    args = ["--pdeathsig", "KILL", "--", command, ...args];
+    command = os.setpriv;
+  }
+  return { command, args };
 }
 
 function toBase64(bytes: Uint8Array): string {
@@ -149,11 +190,24 @@ const isFiniteNumber = (value: unknown) => typeof value === "number" && Number.i
 type ChildMessage =
   | { type: "loaded"; ok: true; tools: string[] }
   | { type: "loaded"; ok: false; error: { message: string } }
-  | { type: "result"; callId: number; ok: true; value: unknown }
-  | { type: "result"; callId: number; ok: false; error: { message: string; code?: string; kind?: string } }
-  | { type: "fs"; id: number; callId: number; op: string; args: unknown[] }
-  | { type: "progress"; callId: number; progress: number; total?: number | null; message?: string | null }
-  | { type: "log"; callId: number; level: ClientLogLevel; data: unknown };
+  | { type: "result"; callId: number; token: string; ok: true; value: unknown }
+  | {
+    type: "result";
+    callId: number;
+    token: string;
+    ok: false;
+    error: { message: string; code?: string; kind?: string };
+  }
+  | { type: "fs"; id: number; callId: number; token: string; op: string; args: unknown[] }
+  | {
+    type: "progress";
+    callId: number;
+    token: string;
+    progress: number;
+    total?: number | null;
+    message?: string | null;
+  }
+  | { type: "log"; callId: number; token: string; level: ClientLogLevel; data: unknown };
 
 /** The checked message, or why it is not one. */
 function checkMessage(value: unknown): ChildMessage | string {
@@ -168,17 +222,18 @@ function checkMessage(value: unknown): ChildMessage | string {
       valid = m.ok === true ? Array.isArray(m.tools) && m.tools.every(isString) : m.ok === false && errorOk(m.error);
       break;
     case "result":
-      valid = isId(m.callId) && (m.ok === true || (m.ok === false && errorOk(m.error)));
+      valid = isId(m.callId) && isString(m.token) && (m.ok === true || (m.ok === false && errorOk(m.error)));
       break;
     case "fs":
-      valid = isId(m.id) && isId(m.callId) && typeof m.op === "string" && Array.isArray(m.args);
+      valid = isId(m.id) && isId(m.callId) && isString(m.token) && typeof m.op === "string" &&
+        Array.isArray(m.args);
       break;
     case "progress":
-      valid = isId(m.callId) && isFiniteNumber(m.progress) && isOptional(m.total, isFiniteNumber) &&
-        isOptional(m.message, isString);
+      valid = isId(m.callId) && isString(m.token) && isFiniteNumber(m.progress) &&
+        isOptional(m.total, isFiniteNumber) && isOptional(m.message, isString);
       break;
     case "log":
-      valid = isId(m.callId) && typeof m.level === "string" && LOG_LEVELS.has(m.level);
+      valid = isId(m.callId) && isString(m.token) && typeof m.level === "string" && LOG_LEVELS.has(m.level);
       break;
     default:
       return `it sent a message of unknown type ${received(m.type)}`;
@@ -280,14 +335,39 @@ function runFileRequest(fs: RootFs, op: string, args: unknown[]): Promise<unknow
   }
 }
 
-/** The error a plugin sees for a failed file request: host paths never leave the host. */
-function fileError(error: unknown): { code: string; message: string } {
-  if (error instanceof WardenError) return { code: error.code, message: error.message };
+/**
+ * Host facts out of a text that leaves for a plugin: absolute paths (the
+ * host's layout) and IP addresses (its resolver, its network's private
+ * addresses). What a plugin asked for keeps its shape: an origin stays
+ * `https://<address>`, a relative path stays.
+ */
+export function withoutHostFacts(text: string): string {
+  return text
+    .replace(/(?<=^|[\s"'`(=,[])\/(?!\/)[^\s"'`),;\]]*/g, "<path>")
+    .replace(/(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])/g, "<address>")
+    .replace(
+      /(?<![\w:.])[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:.])/gi,
+      (match) => match.includes("::") || /[a-f]/i.test(match) ? "<address>" : match,
+    );
+}
+
+/** The error a plugin sees for a failed request: host paths and addresses never leave the host. */
+function fileError(op: string, error: unknown): { code: string; message: string } {
+  if (error instanceof WardenError) return { code: error.code, message: withoutHostFacts(error.message) };
   const code = (error as { code?: unknown } | null)?.code;
+  const what = CAPABILITY_OPS.includes(op) ? `${op[0].toUpperCase()}${op.slice(1)} failed` : "File access failed";
   return {
-    code: "fs_failed",
-    message: problem("File access failed", typeof code === "string" ? code : "unexpected error"),
+    code: CAPABILITY_OPS.includes(op) ? "tool_failed" : "fs_failed",
+    message: problem(what, typeof code === "string" && /^E[A-Z]+$/.test(code) ? code : "unexpected error"),
   };
+}
+
+/** A capability's result as the plugin sees it: a path the host could not remove is not the plugin's to know. */
+function replyValue(op: string, value: unknown): unknown {
+  if (op === "spawn" && isRecord(value) && typeof value.scratchLeft === "string") {
+    return { ...value, scratchLeft: withoutHostFacts(value.scratchLeft) };
+  }
+  return value;
 }
 
 function describeExit(exit: ProcessExit): string {
@@ -310,6 +390,8 @@ type Timer = ReturnType<typeof setTimeout>;
 
 interface PendingCall {
   readonly id: number;
+  /** Unguessable: every message about this call must carry it. */
+  readonly token: string;
   readonly tool: string;
   readonly argsJson: string;
   readonly ctx: PluginCallContext;
@@ -320,19 +402,23 @@ interface PendingCall {
   /** "cancelled": already rejected, waiting for the child to settle it within the grace period. */
   state: "running" | "cancelled";
   graceTimer?: Timer;
+  /** The highest progress forwarded: MCP progress only increases. */
+  progress: number;
+  /** CPU time of the child counted against this call, in ms. */
+  cpuMs: number;
 }
 
 interface Settings {
   readonly id: string;
   readonly code: string;
   readonly fs: RootFs;
-  readonly cacheDir: string;
   readonly idleMs: number;
   readonly maxMessageBytes: number;
   readonly maxStderrBytesPerSecond: number;
   readonly cancelGraceMs: number;
   readonly loadTimeoutMs: number;
-  readonly maxHeapMb: number;
+  readonly memoryMb: number;
+  readonly cpuMsPerCall: number;
 }
 
 /** One child process and the calls it serves. */
@@ -363,19 +449,42 @@ class Session {
   #notifyWindowCount = 0;
   #fsActive = 0;
   readonly #fsQueue: { id: number; callId: number; op: string; args: unknown[] }[] = [];
+  /** Stopped with SIGSTOP: it has no calls. */
+  #frozen = false;
+  #cpuTimer: ReturnType<typeof setInterval> | undefined;
+  /** The child's CPU time at the last sample, in ms. */
+  #cpuLast = 0;
+  /** Replaced by a fresh child: it takes no calls and stops once its own are settled. */
+  #retired = false;
 
   constructor(settings: Settings, onEnd: (session: Session) => void) {
     this.#s = settings;
     this.#onEnd = onEnd;
   }
 
-  /** Whether new calls may go to this session. */
+  /**
+   * Whether new calls may go to this session: not while a cancelled call has
+   * its grace period, since the child may be killed at its end.
+   */
   get usable(): boolean {
-    return this.#phase !== "dead" && !this.#exited;
+    if (this.#phase === "dead" || this.#exited || this.#retired) return false;
+    for (const call of this.#calls.values()) if (call.state === "cancelled") return false;
+    return true;
+  }
+
+  /** Whether the child is alive (or starting). */
+  get alive(): boolean {
+    return this.#phase !== "dead";
+  }
+
+  /** Takes no more calls; stops once the ones it has are settled. */
+  retire(): void {
+    this.#retired = true;
+    if (this.#calls.size === 0) void this.stop("it was replaced");
   }
 
   get pid(): number | null {
-    return this.usable ? this.#handle?.pid ?? null : null;
+    return this.#phase !== "dead" && !this.#exited ? this.#handle?.pid ?? null : null;
   }
 
   /** Spawns the child and sends it the bundle; calls made meanwhile wait for it to load. */
@@ -386,13 +495,11 @@ class Session {
   async #spawn(): Promise<void> {
     let handle: ChildProcessHandle;
     try {
-      handle = await platform().spawnProcess(platform().denoExecutable(), [
-        ...pluginDenoArgs(this.#s.maxHeapMb),
-        bootstrap(),
-      ], {
-        env: pluginEnv(this.#s.cacheDir),
+      const { command, args } = pluginCommand(platform().denoExecutable(), this.#s.memoryMb);
+      handle = await platform().spawnProcess(command, args, {
+        env: pluginEnv(),
         // Deno.cwd() needs no permission: show the child nothing of the host's layout.
-        cwd: path.parse(path.resolve(this.#s.cacheDir)).root,
+        cwd: path.parse(path.resolve(platform().cwd())).root,
         newProcessGroup: true,
         onStdout: (chunk) => this.#onStdout(chunk),
         onStderr: (chunk) => this.#onStderr(chunk),
@@ -407,7 +514,11 @@ class Session {
       if (this.#phase === "dead") return;
       // Give the last stderr lines a moment to arrive: they say why.
       await Promise.race([handle.closed, new Promise((resolve) => setTimeout(resolve, 250))]);
-      this.#fail(describeExit(exit));
+      this.#fail(
+        OUT_OF_MEMORY.test(new TextDecoder().decode(this.#stderrTail))
+          ? `it reached its memory limit of ${this.#s.memoryMb} MiB (${describeExit(exit)})`
+          : describeExit(exit),
+      );
     });
     if (this.#phase === "dead") {
       // Stopped while starting.
@@ -426,7 +537,36 @@ class Session {
       this.#s.loadTimeoutMs,
     );
     platform().unrefTimer(this.#loadTimer);
+    if (osLimits().procStat) {
+      this.#cpuTimer = setInterval(() => this.#sampleCpu(), CPU_SAMPLE_MS);
+      platform().unrefTimer(this.#cpuTimer);
+    }
     this.#activity();
+  }
+
+  /**
+   * Counts the child's CPU time since the last sample against each running
+   * call, and fails the child when a call goes over its budget. Between calls
+   * the child is frozen and its time does not move; what it spent between the
+   * last sample of one call and its freeze counts for the next.
+   */
+  #sampleCpu(): void {
+    if (this.#phase === "dead" || !this.#handle || (this.#frozen && this.#calls.size === 0)) return;
+    const cpu = platform().processCpuMs(this.#handle.pid);
+    if (cpu === null) return;
+    const spent = cpu - this.#cpuLast;
+    this.#cpuLast = cpu;
+    if (spent <= 0) return;
+    for (const call of this.#calls.values()) {
+      if (!call.sent) continue;
+      call.cpuMs += spent;
+      if (call.cpuMs > this.#s.cpuMsPerCall) {
+        this.#fail(
+          `call ${call.id} ("${call.tool}") used more than ${this.#s.cpuMsPerCall} ms of CPU time, its budget per call`,
+        );
+        return;
+      }
+    }
   }
 
   call(tool: string, argsJson: string, ctx: PluginCallContext): Promise<unknown> {
@@ -434,6 +574,7 @@ class Session {
       const id = this.#nextCallId++;
       const call: PendingCall = {
         id,
+        token: crypto.randomUUID(),
         tool,
         argsJson,
         ctx,
@@ -442,6 +583,8 @@ class Session {
         onAbort: () => this.#abort(call),
         sent: false,
         state: "running",
+        progress: -Infinity,
+        cpuMs: 0,
       };
       ctx.signal.addEventListener("abort", call.onAbort, { once: true });
       this.#calls.set(id, call);
@@ -473,9 +616,35 @@ class Session {
       return;
     }
     call.sent = true;
+    this.#thaw();
     this.#handle?.write(
-      `{"type":"call","id":${call.id},"tool":${JSON.stringify(call.tool)},"args":${call.argsJson}}\n`,
+      `{"type":"call","id":${call.id},"token":"${call.token}","tool":${
+        JSON.stringify(call.tool)
+      },"args":${call.argsJson}}\n`,
     );
+  }
+
+  /** Stops the child's every thread between calls: what a plugin left running spends nothing. */
+  #freeze(): void {
+    if (this.#frozen || this.#phase !== "ready" || !this.#handle || this.#calls.size > 0) return;
+    this.#frozen = true;
+    this.#handle.kill("SIGSTOP");
+  }
+
+  #thaw(): void {
+    if (!this.#frozen) return;
+    this.#frozen = false;
+    this.#handle?.kill("SIGCONT");
+  }
+
+  /** The call a message names, if it is running; fails the child when the message's token is not that call's. */
+  #owner(callId: number, token: string, what: string): PendingCall | undefined | null {
+    const call = this.#calls.get(callId);
+    if (call && call.token !== token) {
+      this.#fail(`it sent a ${what} for call ${callId} with a token that is not that call's`);
+      return null;
+    }
+    return call;
   }
 
   /** Forgets a call: it is answered or given up. */
@@ -484,6 +653,7 @@ class Session {
     if (call.graceTimer !== undefined) clearTimeout(call.graceTimer);
     this.#calls.delete(call.id);
     this.#activity();
+    if (this.#retired && this.#calls.size === 0) void this.stop("it was replaced");
   }
 
   #abort(call: PendingCall): void {
@@ -514,6 +684,7 @@ class Session {
   #activity(): void {
     if (this.#phase === "dead") return;
     this.#lastActive = performance.now();
+    if (this.#calls.size === 0) this.#freeze();
     if (this.#calls.size > 0) {
       if (!this.#referenced && this.#handle) {
         this.#handle.ref();
@@ -551,6 +722,7 @@ class Session {
     for (const timer of [this.#idleTimer, this.#loadTimer, this.#quietTimer]) {
       if (timer !== undefined) clearTimeout(timer);
     }
+    if (this.#cpuTimer !== undefined) clearInterval(this.#cpuTimer);
     this.#handle?.kill("SIGKILL");
     this.#handle?.end();
     this.#fsQueue.length = 0;
@@ -646,13 +818,18 @@ class Session {
       return;
     }
     if (this.#loadTimer !== undefined) clearTimeout(this.#loadTimer);
+    // Starting deno and importing the bundle is no call's CPU time.
+    if (this.#cpuTimer !== undefined && this.#handle) {
+      this.#cpuLast = platform().processCpuMs(this.#handle.pid) ?? 0;
+    }
     this.#tools = new Set(message.tools);
     this.#phase = "ready";
     for (const call of [...this.#calls.values()]) if (!call.sent && call.state === "running") this.#send(call);
   }
 
   #onResult(message: Extract<ChildMessage, { type: "result" }>): void {
-    const call = this.#calls.get(message.callId);
+    const call = this.#owner(message.callId, message.token, "result");
+    if (call === null) return;
     if (!call || !call.sent) {
       this.#fail(`it sent a result for call ${message.callId}, which is not running`);
       return;
@@ -666,6 +843,13 @@ class Session {
     const { code, kind } = message.error;
     const text = message.error.message.slice(0, MAX_PLUGIN_MESSAGE);
     const id = this.#s.id;
+    if (kind === "memory") {
+      // Its memory is spent and may stay held: the next call gets a fresh child.
+      const detail = `it reached its memory limit of ${this.#s.memoryMb} MiB (${text})`;
+      call.reject(new WardenError("plugin_failed", problem(`Plugin "${id}" failed`, detail)));
+      this.#fail(detail, false);
+      return;
+    }
     if (kind === "unknown_tool" || kind === "invalid_result" || kind === "too_large") {
       const detail = kind === "unknown_tool"
         ? `its bundle has no tool "${call.tool}"`
@@ -682,7 +866,8 @@ class Session {
   }
 
   #onFileRequest(message: Extract<ChildMessage, { type: "fs" }>): void {
-    const call = this.#calls.get(message.callId);
+    const call = this.#owner(message.callId, message.token, "request");
+    if (call === null) return;
     if (!call || !call.sent || call.state !== "running") {
       this.#write({
         type: "fs-reply",
@@ -714,8 +899,8 @@ class Session {
         work = Promise.reject(error);
       }
       work.then(
-        (value) => ({ type: "fs-reply", id: request.id, ok: true, value }),
-        (error: unknown) => ({ type: "fs-reply", id: request.id, ok: false, error: fileError(error) }),
+        (value) => ({ type: "fs-reply", id: request.id, ok: true, value: replyValue(request.op, value) }),
+        (error: unknown) => ({ type: "fs-reply", id: request.id, ok: false, error: fileError(request.op, error) }),
       ).then((reply) => {
         this.#fsActive--;
         if (this.#phase === "dead") return;
@@ -725,9 +910,18 @@ class Session {
     }
   }
 
+  /**
+   * Forwards progress and log of a running call. After its result (or its
+   * cancellation) nothing more is forwarded; progress that does not increase
+   * is dropped, as MCP requires of progress.
+   */
   #onNotification(message: Extract<ChildMessage, { type: "progress" | "log" }>): void {
-    const call = this.#calls.get(message.callId);
+    const call = this.#owner(message.callId, message.token, message.type === "progress" ? "progress" : "log");
     if (!call || call.state !== "running") return;
+    if (message.type === "progress") {
+      if (!(message.progress > call.progress)) return;
+      call.progress = message.progress;
+    }
     const now = performance.now();
     if (now - this.#notifyWindowStart >= 1000) {
       this.#notifyWindowStart = now;
@@ -767,6 +961,8 @@ export class PluginRuntime {
   readonly id: string;
   readonly #settings: Settings;
   #session: Session | null = null;
+  /** Sessions replaced while a cancelled call had its grace period: they finish their calls, then stop. */
+  readonly #retired = new Set<Session>();
 
   constructor(options: PluginRuntimeOptions) {
     const d = PLUGIN_RUNTIME_DEFAULTS;
@@ -775,13 +971,13 @@ export class PluginRuntime {
       id: options.id,
       code: toBase64(new Uint8Array(options.entryBytes)),
       fs: options.fs,
-      cacheDir: options.cacheDir,
       idleMs: options.idleMs ?? d.idleMs,
       maxMessageBytes: options.maxMessageBytes ?? d.maxMessageBytes,
       maxStderrBytesPerSecond: options.maxStderrBytesPerSecond ?? d.maxStderrBytesPerSecond,
       cancelGraceMs: options.cancelGraceMs ?? d.cancelGraceMs,
       loadTimeoutMs: options.loadTimeoutMs ?? d.loadTimeoutMs,
-      maxHeapMb: options.maxHeapMb ?? d.maxHeapMb,
+      memoryMb: Math.min(options.memoryMb ?? d.memoryMb, PLUGIN_LIMITS.memoryMb.max),
+      cpuMsPerCall: Math.min(options.cpuMsPerCall ?? d.cpuMsPerCall, PLUGIN_LIMITS.cpuMsPerCall.max),
     });
   }
 
@@ -821,8 +1017,14 @@ export class PluginRuntime {
     let session = this.#session;
     const fresh = !session?.usable;
     if (!session || fresh) {
+      if (session?.alive) {
+        // A child whose cancelled call has its grace period may be killed at its end: the call goes to a fresh one.
+        this.#retired.add(session);
+        session.retire();
+      }
       session = new Session(this.#settings, (ended) => {
         if (this.#session === ended) this.#session = null;
+        this.#retired.delete(ended);
       });
       this.#session = session;
     }
@@ -833,8 +1035,8 @@ export class PluginRuntime {
 
   /** Stops the child, if any: its running calls reject; a later call starts a new one. Resolves once it is gone. */
   async stop(): Promise<void> {
-    const session = this.#session;
+    const sessions = [...this.#retired, ...(this.#session ? [this.#session] : [])];
     this.#session = null;
-    await session?.stop("it was stopped");
+    await Promise.all(sessions.map((session) => session.stop("it was stopped")));
   }
 }

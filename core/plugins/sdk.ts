@@ -50,6 +50,8 @@ export interface PluginSpec {
   readonly author: string;
   readonly risk: RiskClass;
   readonly capabilities: { readonly readRoots: readonly string[] };
+  /** Memory (MiB) and CPU per call (ms) the plugin needs beyond the defaults; see core/plugins/limits.ts. */
+  readonly limits?: { readonly memoryMb?: number; readonly cpuMsPerCall?: number };
   // Each tool has its own input type; the host validates arguments before the handler runs.
   // deno-lint-ignore no-explicit-any
   readonly tools: Readonly<Record<string, PluginTool<any, any>>>;
