@@ -66,7 +66,7 @@ function shapeProblem(message: unknown, length: number): string | undefined {
   if (m.jsonrpc !== "2.0") return 'expected "jsonrpc": "2.0"';
   if ("method" in m) {
     if (typeof m.method !== "string") return "method must be a string";
-    if ("id" in m && !isId(m.id)) return "id must be a string or a number";
+    if ("id" in m && !isId(m.id)) return "id must be a string or an integer";
     if ("params" in m && (typeof m.params !== "object" || m.params === null || Array.isArray(m.params))) {
       return "params must be an object";
     }

@@ -231,6 +231,11 @@ describe(`raw stdio (${runtimeName})`, () => {
           text: "Invalid Request: the message nests objects and arrays deeper than 128 levels",
         },
         {
+          message: { jsonrpc: "2.0", id: { n: 1 }, method: "ping" },
+          code: -32600,
+          text: "Invalid Request: id must be a string or an integer",
+        },
+        {
           message: { jsonrpc: "2.0", id: 9, method: "notifications/initialized" },
           code: -32601,
           text: "Method not found: notifications/initialized",
@@ -238,7 +243,9 @@ describe(`raw stdio (${runtimeName})`, () => {
       ];
       for (const { message, code, text } of cases) {
         raw.request(message);
-        const answer = await raw.next((m) => m.id === message.id);
+        // An id that is not one cannot be echoed: the answer's id is null.
+        const id = typeof message.id === "object" ? null : message.id;
+        const answer = await raw.next((m) => m.id === id && "error" in m);
         const error = answer.error as { code: number; message: string };
         assert.equal(error?.code, code, JSON.stringify(answer));
         assert.ok(error.message.includes(text), `${error.message}\n  should include\n${text}`);
