@@ -88,7 +88,25 @@ export function resultJson(result: CallResult): string | undefined {
   return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
 }
 
+/** The result of what a tool returned; never throws, so that every call is answered. */
 function shapeOutput(tool: CatalogEntry, value: unknown): CallResult {
+  try {
+    return shapeValue(tool, value);
+  } catch (error) {
+    // JSON.stringify throws on a BigInt or a cycle, and a validator may on a hostile value.
+    return errorResult(
+      "invalid_output",
+      problem(
+        `Tool "${tool.descriptor.name}" returned output that cannot be sent as JSON`,
+        messageOf(error),
+        "this is a bug in the tool",
+      ),
+      tool,
+    );
+  }
+}
+
+function shapeValue(tool: CatalogEntry, value: unknown): CallResult {
   const name = tool.descriptor.name;
   if (tool.validateOutput) {
     const checked = tool.validateOutput(value);
@@ -113,10 +131,11 @@ function shapeOutput(tool: CatalogEntry, value: unknown): CallResult {
   return { content: [{ type: "text", text: value === undefined ? "" : JSON.stringify(value) }] };
 }
 
-/** A running call the deadline sweep may abort. */
+/** A running call the deadline sweep, or the host stopping, may abort. */
 interface Pending {
   readonly deadline: number;
   readonly expire: () => void;
+  readonly stop: (why: string) => void;
 }
 
 /**
@@ -152,6 +171,22 @@ function arm(deadline: number): void {
   (armed as { unref?: () => void }).unref?.();
 }
 
+/** Why calls are refused and running ones cancelled: the host is stopping (see stopCalls). */
+let stoppedBecause: string | undefined;
+
+/**
+ * The host is stopping: every running call is cancelled now, answered with a
+ * `cancelled` result that says `why`, and any call that starts later is refused the same way.
+ */
+export function stopCalls(why: string): void {
+  stoppedBecause = why;
+  for (const call of [...pending]) call.stop(why);
+}
+
+function stoppedError(name: string, why: string): WardenError {
+  return new WardenError("cancelled", problem(`Tool "${name}" was cancelled`, why));
+}
+
 function timeoutError(name: string, ms: number): WardenError {
   return new WardenError(
     "timeout",
@@ -185,6 +220,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   if (options.signal?.aborted) {
     return errorResult("cancelled", `Tool "${name}" was cancelled by the client`, tool);
   }
+  if (stoppedBecause !== undefined) return errorResult("cancelled", stoppedError(name, stoppedBecause).message, tool);
 
   // The tool's signal is made on first use: an AbortController costs node
   // about 7% of a trivial call, and most tools never look at their signal.
@@ -242,15 +278,21 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
     const call: Pending = {
       deadline,
       expire: () => abort(timeoutError(name, options.timeoutMs)),
+      stop: (why) => abort(stoppedError(name, why)),
     };
     pending.add(call);
     arm(call.deadline);
     options.signal?.addEventListener("abort", onClientAbort, { once: true });
-    (returned as PromiseLike<unknown>).then(
-      (value) => finish(shapeOutput(tool, value)),
-      (error: unknown) => {
-        if (!done) finish(failure(tool, error));
-      },
-    );
+    try {
+      (returned as PromiseLike<unknown>).then(
+        (value) => finish(shapeOutput(tool, value)),
+        (error: unknown) => {
+          if (!done) finish(failure(tool, error));
+        },
+      );
+    } catch (error) {
+      // A thenable whose then() throws: the call ends here, with the error.
+      finish(failure(tool, error));
+    }
   });
 }

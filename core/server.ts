@@ -1,16 +1,17 @@
 // The MCP server over stdio. This is the only module that imports
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { ErrorCode, InitializeRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Ledger } from "./ledger.ts";
 import { governedCall, type Policy } from "./policy.ts";
 import type { Catalog } from "./catalog.ts";
-import { resultJson } from "./call.ts";
+import { resultJson, stopCalls } from "./call.ts";
+import { problem, received } from "./errors.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
 import type { Spawner } from "./spawn.ts";
-import { StdioTransport } from "./stdio.ts";
+import { isId, type JsonRpcMessage, type RequestId, StdioTransport } from "./stdio.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "./tool.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
@@ -31,8 +32,111 @@ export interface ServeOptions {
 
 type Params = Record<string, unknown> | undefined;
 
+/** How long calls still running at the end of input get to finish before they are cancelled. */
+export const END_OF_INPUT_DRAIN_MS = 2000;
+/** After the drain's cancellation, how long answers get to go out before the rest are given up. */
+const CANCEL_GRACE_MS = 250;
+
 function invalidParams(message: string): McpError {
   return new McpError(ErrorCode.InvalidParams, message);
+}
+
+/** A zod issue, as the SDK's schemas report it (zod is the SDK's, not warden's). */
+interface SchemaIssue {
+  readonly code: string;
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+  readonly expected?: string;
+  readonly maximum?: number | bigint;
+  readonly minimum?: number | bigint;
+  readonly keys?: readonly string[];
+  readonly values?: readonly unknown[];
+  readonly errors?: readonly (readonly SchemaIssue[])[];
+}
+
+function schemaIssues(error: unknown): readonly SchemaIssue[] | undefined {
+  const issues = (error as { name?: unknown; issues?: unknown } | null)?.issues;
+  // zod's classic API throws a ZodError, its core (what the SDK's parse uses) a $ZodError.
+  const name = (error as Error | null)?.name;
+  return (name === "ZodError" || name === "$ZodError") && Array.isArray(issues) && issues.length > 0
+    ? issues
+    : undefined;
+}
+
+const KINDS: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "an integer",
+  boolean: "a boolean",
+  object: "an object",
+  record: "an object",
+  array: "an array",
+};
+
+/** What `issue` expected, in words. */
+function expectedOf(issue: SchemaIssue): string | undefined {
+  if (issue.code === "invalid_type" && issue.expected) return KINDS[issue.expected] ?? issue.expected;
+  if (issue.code === "invalid_value" && issue.values) {
+    return `one of ${issue.values.map((v) => received(v)).join(", ")}`;
+  }
+  if (issue.code === "invalid_union" && issue.errors) {
+    const each = issue.errors.map((branch) => branch.length === 1 ? expectedOf(branch[0]) : undefined);
+    if (each.every((e) => e !== undefined)) return [...new Set(each)].join(" or ");
+  }
+  return undefined;
+}
+
+function pathText(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else if (typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key)) out += out === "" ? key : `.${key}`;
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let value = root;
+  for (const key of path) value = (value as Record<PropertyKey, unknown> | null | undefined)?.[key];
+  return value;
+}
+
+/**
+ * The JSON-RPC error for a message an SDK schema refused: -32600 when the
+ * request itself is malformed, -32602 when its params are, with the first
+ * problem named (the SDK's own answer is -32603 and a dump of zod issues).
+ */
+function schemaRefusal(message: unknown, issues: readonly SchemaIssue[]): { code: number; message: string } {
+  const envelope = issues.find((issue) => issue.path[0] !== "params");
+  const issue = envelope ?? issues[0];
+  const where = pathText(issue.path);
+  let detail: string;
+  if (issue.code === "unrecognized_keys") {
+    const keys = (issue.keys ?? []).map((key) => JSON.stringify(key)).join(", ");
+    detail = `${where || "the request"} has unexpected member ${keys}`;
+  } else {
+    const value = valueAt(message, issue.path);
+    const expected = expectedOf(issue);
+    if (issue.code === "too_big" && issue.maximum !== undefined) {
+      detail = `${where} must be at most ${issue.maximum}, received ${received(value)}`;
+    } else if (issue.code === "too_small" && issue.minimum !== undefined) {
+      detail = `${where} must be at least ${issue.minimum}, received ${received(value)}`;
+    } else if (expected === undefined) detail = `${where}: ${issue.message}`;
+    else if (value === undefined) detail = `${where} is missing: expected ${expected}`;
+    else detail = `${where} must be ${expected}, received ${received(value)}`;
+  }
+  const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : "";
+  return envelope
+    ? {
+      code: ErrorCode.InvalidRequest,
+      message: problem(
+        "Invalid Request",
+        detail + more,
+        "a request has jsonrpc, id (a string or an integer), method and params",
+      ),
+    }
+    : { code: ErrorCode.InvalidParams, message: problem("Invalid params", detail + more) };
 }
 
 /**
@@ -151,22 +255,102 @@ export async function serve(options: ServeOptions): Promise<void> {
     }
   };
 
+  // The SDK parses the requests it answers itself (initialize, ping) and
+  // answers a bad one with -32603 and a dump of zod issues: name the field, with -32602.
+  const handlers = server["_requestHandlers"] as Map<string, SdkRequestHandler>;
+  for (const [method, handler] of handlers) {
+    handlers.set(method, async (request, extra) => {
+      try {
+        return await handler(request, extra);
+      } catch (error) {
+        const issues = schemaIssues(error);
+        if (!issues) throw error;
+        const refusal = schemaRefusal(request, issues);
+        throw new McpError(refusal.code, refusal.message);
+      }
+    });
+  }
+  // The SDK's map of the requests it is running, by id: a request it did not put there, it dropped.
+  const running = server["_requestHandlerAbortControllers"] as Map<RequestId, AbortController>;
+  if (!(running instanceof Map)) throw new Error("The MCP SDK no longer tracks running requests as warden expects");
+
   const transport = new StdioTransport();
   transport.preserialize(catalog.listResult, JSON.stringify(catalog.listResult));
   // The ledger hashes each row (the next row's `prev`) after the response is out.
   transport.onsent = () => options.ledger.settle();
   transport.onerror = (error) => log("warn", "transport_error", { error: error.message });
-  server.onerror = (error) => log("warn", "protocol_error", { error: error.message });
+  // The SDK quotes whole messages in its errors: a log line stays readable (and small) all the same.
+  server.onerror = (error) => log("warn", "protocol_error", { error: error.message.slice(0, 500) });
+  // MCP: a request the client cancelled gets no answer, so the transport stops waiting for one.
+  const sdk = server as unknown as { _oncancel(notification: { params: { requestId?: RequestId } }): unknown };
+  const oncancel = sdk._oncancel.bind(server);
+  sdk._oncancel = (notification) => {
+    const id = notification.params.requestId;
+    if (id !== undefined && running.has(id)) transport.forget(id);
+    return oncancel(notification);
+  };
   server.onclose = () => {
-    // Closing stdin is the stdio shutdown: the SDK has already aborted every
-    // running call (their signals fire), and nothing is left to answer.
     log("info", "stopped", { reason: "stdin closed" });
+    // Whatever hangs below (a plugin child, a reader that stopped reading), the process ends.
+    setTimeout(() => platform().exit(0), 900);
     // Plugin children die with their stdin anyway; stopping them here kills their process groups now.
-    const deadline = setTimeout(() => platform().exit(0), 500);
-    void options.shutdown().finally(() => {
-      clearTimeout(deadline);
-      platform().exit(0);
-    });
+    const stopped = Promise.race([options.shutdown(), new Promise((resolve) => setTimeout(resolve, 500))]);
+    void stopped.then(() => platform().flushStdout()).finally(() => platform().exit(0));
+  };
+  // At the end of input: read nothing more, answer every request already read
+  // (a call still running gets a short drain, then is cancelled), then close.
+  transport.onend = () => {
+    const inFlight = transport.inFlight;
+    log("info", "input_ended", { inFlight });
+    void (async () => {
+      if (!(await transport.idle(END_OF_INPUT_DRAIN_MS))) {
+        stopCalls(`the client closed its input and the call did not finish within ${END_OF_INPUT_DRAIN_MS} ms`);
+        if (!(await transport.idle(CANCEL_GRACE_MS))) {
+          transport.abandon(
+            ErrorCode.ConnectionClosed,
+            "Connection closed: the input ended before this request was answered",
+          );
+        }
+      }
+      await transport.close();
+    })();
+  };
+  // Every request with an id gets exactly one answer: one the SDK does not
+  // take (its request schema is stricter than JSON-RPC's: a bad _meta, an id
+  // that is not an integer, an extra member) is answered here, not dropped.
+  // connect() sets onmessage and then starts the transport, which may deliver
+  // a message at once: the check goes in between.
+  const start = transport.start.bind(transport);
+  transport.start = () => {
+    checkEveryRequest();
+    return start();
   };
   await server.connect(transport);
+
+  function checkEveryRequest(): void {
+    const sdkOnMessage = transport.onmessage as (message: JsonRpcMessage) => void;
+    transport.onmessage = (message) => {
+      const id = message.id;
+      if (typeof message.method !== "string" || !isId(id)) return sdkOnMessage(message);
+      const params = message.params as Params;
+      // MCP: a receiver that declares no tasks capability processes a task-augmented
+      // request normally (the SDK refuses it with -32603 instead).
+      if (params?.task !== undefined) {
+        const { task: _task, ...rest } = params;
+        message = { ...message, params: rest };
+      }
+      const before = running.get(id);
+      sdkOnMessage(message);
+      if (transport.waiting(id) && running.get(id) === before) {
+        const issues = schemaIssues(JSONRPCRequestSchema.safeParse(message).error);
+        const error = issues
+          ? schemaRefusal(message, issues)
+          : { code: ErrorCode.InternalError, message: "Internal error: the request was not handled" };
+        void transport.send({ jsonrpc: "2.0", id, error });
+      }
+    };
+  }
 }
+
+/** A request handler as the SDK stores it. */
+type SdkRequestHandler = (request: JsonRpcMessage, extra: unknown) => Promise<unknown>;

@@ -1,8 +1,10 @@
 // Newline-delimited JSON-RPC over stdin/stdout. Unlike the SDK's transport it
 // answers a line that is not JSON with -32700 and a malformed message with
-// -32600 instead of dropping them, and it writes results that were
-// serialized once (the frozen catalog) without serializing them again.
+// -32600 instead of dropping them, it keeps count of the requests it read and
+// answers each one exactly once, and it writes results that were serialized
+// once (the frozen catalog) without serializing them again.
 import { concatBytes } from "./bytes.ts";
+import { received } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
 
 /** A JSON-RPC 2.0 message as it travels; shape checked, contents not. */
@@ -11,22 +13,60 @@ export type JsonRpcMessage = Record<string, unknown>;
 /** Longest line accepted; a longer one is answered with -32600 and dropped. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Deepest nesting accepted. Validators, hashes and error messages walk a
+ * message recursively; a deeper one would overflow their stack halfway.
+ */
+export const MAX_DEPTH = 128;
+
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
+const INTERNAL_ERROR = -32603;
 
-function isId(value: unknown): value is string | number {
+/** A JSON-RPC request id as JSON can carry it (JSON has no NaN or Infinity). */
+export type RequestId = string | number;
+
+export function isId(value: unknown): value is RequestId {
   return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
 }
 
+/** An id as a key: 1 and "1" are different ids, 1 and 1.0 the same one. */
+function keyOf(id: RequestId): string {
+  return typeof id === "string" ? `s${id}` : `n${id}`;
+}
+
+/** Whether `value` nests deeper than `limit` objects and arrays; without recursion, so at any depth. */
+function deeperThan(value: unknown, limit: number): boolean {
+  const values: unknown[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const next = values.pop();
+    const depth = depths.pop() as number;
+    if (typeof next !== "object" || next === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(next) ? next : Object.values(next)) {
+      if (typeof child === "object" && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
 /** Why a parsed value is not a JSON-RPC 2.0 message, or undefined when it is one. */
-function shapeProblem(message: unknown): string | undefined {
+function shapeProblem(message: unknown, length: number): string | undefined {
+  // Nesting deeper than the limit takes two characters a level: a short line cannot.
+  if (length > 2 * MAX_DEPTH && deeperThan(message, MAX_DEPTH)) {
+    return `the message nests objects and arrays deeper than ${MAX_DEPTH} levels`;
+  }
   if (Array.isArray(message)) return "batches are not supported; send one message per line";
   if (typeof message !== "object" || message === null) return "expected a JSON object";
   const m = message as JsonRpcMessage;
   if (m.jsonrpc !== "2.0") return 'expected "jsonrpc": "2.0"';
   if ("method" in m) {
     if (typeof m.method !== "string") return "method must be a string";
-    if ("id" in m && !isId(m.id)) return "id must be a string or a number";
+    if ("id" in m && !isId(m.id)) return "id must be a string or an integer";
     if ("params" in m && (typeof m.params !== "object" || m.params === null || Array.isArray(m.params))) {
       return "params must be an object";
     }
@@ -47,11 +87,20 @@ export class StdioTransport {
   onerror?: (error: Error) => void;
   /** Called once a message is written out: work a response need not wait for goes here. */
   onsent?: () => void;
+  /**
+   * Called once at the end of input: no message follows, and the requests in
+   * flight still get their answers. Without it, the end of input closes the transport.
+   */
+  onend?: () => void;
 
   readonly #preserialized = new WeakMap<object, string>();
+  /** Requests read and not answered yet, by id: each gets exactly one answer. */
+  readonly #inFlight = new Map<string, RequestId>();
+  #idleWaiters: (() => void)[] = [];
   #chunks: Uint8Array[] = [];
   #pending = 0;
   #discarding = false;
+  #ended = false;
   #closed = false;
   readonly #decoder = new TextDecoder();
 
@@ -61,11 +110,64 @@ export class StdioTransport {
   }
 
   start(): Promise<void> {
-    platform().readStdin((chunk) => this.#read(chunk), () => void this.close());
+    platform().readStdin((chunk) => this.#read(chunk), () => this.#end());
     return Promise.resolve();
   }
 
+  /** How many requests wait for their answer. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Whether the request with this id waits for its answer. */
+  waiting(id: RequestId): boolean {
+    return this.#inFlight.has(keyOf(id));
+  }
+
+  /** A request that gets no answer by design (the client cancelled it): stop waiting for one. */
+  forget(id: RequestId): void {
+    if (this.#inFlight.delete(keyOf(id))) this.#wakeIfIdle();
+  }
+
+  /** Resolves true once no request waits for its answer, or false after `timeoutMs`. */
+  idle(timeoutMs: number): Promise<boolean> {
+    if (this.#inFlight.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#idleWaiters = this.#idleWaiters.filter((w) => w !== wake);
+        resolve(false);
+      }, timeoutMs);
+      this.#idleWaiters.push(wake);
+    });
+  }
+
+  /** Answers every request still in flight with this error: the last resort before the process ends. */
+  abandon(code: number, message: string): void {
+    for (const id of [...this.#inFlight.values()]) void this.send({ jsonrpc: "2.0", id, error: { code, message } });
+  }
+
+  #wakeIfIdle(): void {
+    if (this.#inFlight.size > 0 || this.#idleWaiters.length === 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  #end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    // A last line without its newline is a message all the same.
+    if (this.#chunks.length > 0 || this.#discarding) this.#line();
+    if (this.onend) this.onend();
+    else void this.close();
+  }
+
   #read(chunk: Uint8Array): void {
+    if (this.#ended) return;
     let start = 0;
     for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, start)) {
       this.#take(chunk.subarray(start, i));
@@ -113,7 +215,7 @@ export class StdioTransport {
       });
       return;
     }
-    const problem = shapeProblem(message);
+    const problem = shapeProblem(message, text.length);
     if (problem) {
       const id = (message as JsonRpcMessage | null)?.id;
       this.#write({
@@ -123,24 +225,76 @@ export class StdioTransport {
       });
       return;
     }
+    const m = message as JsonRpcMessage;
+    const id = m.id;
+    const isRequest = "method" in m && isId(id);
+    if (isRequest) {
+      const key = keyOf(id);
+      if (this.#inFlight.has(key)) {
+        // Its answer could not be told from the other one's, nor could a cancellation.
+        this.#write({
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: INVALID_REQUEST,
+            message: `Invalid Request: id ${
+              received(id)
+            } is already used by a request in flight; give each request its own id`,
+          },
+        });
+        return;
+      }
+      this.#inFlight.set(key, id);
+    }
     try {
-      this.onmessage?.(message as JsonRpcMessage);
+      this.onmessage?.(m);
     } catch (error) {
       this.onerror?.(error as Error);
+      if (isRequest && this.waiting(id)) {
+        void this.send({
+          jsonrpc: "2.0",
+          id,
+          error: { code: INTERNAL_ERROR, message: `Internal error: ${(error as Error)?.message ?? String(error)}` },
+        });
+      }
     }
   }
 
   #write(message: JsonRpcMessage): void {
     const result = message.result;
     const cached = typeof result === "object" && result !== null ? this.#preserialized.get(result) : undefined;
-    const line = cached === undefined
-      ? JSON.stringify(message)
-      : `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${cached}}`;
+    let line: string;
+    try {
+      line = cached === undefined
+        ? JSON.stringify(message)
+        : `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${cached}}`;
+    } catch (error) {
+      // A value JSON cannot hold (a BigInt, a cycle): the request still gets its one answer.
+      line = JSON.stringify({
+        jsonrpc: "2.0",
+        id: isId(message.id) ? message.id : null,
+        error: {
+          code: INTERNAL_ERROR,
+          message: `Internal error: the answer could not be written as JSON (${(error as Error)?.message})`,
+        },
+      });
+    }
     platform().writeStdout(line + "\n");
     this.onsent?.();
   }
 
   send(message: JsonRpcMessage): Promise<void> {
+    const id = message.id;
+    if (!("method" in message) && isId(id)) {
+      // An answer: the one its request gets, or none when the request was answered already.
+      if (!this.#inFlight.delete(keyOf(id))) {
+        this.onerror?.(new Error(`A second answer to request ${received(id)} was not sent`));
+        return Promise.resolve();
+      }
+      this.#write(message);
+      this.#wakeIfIdle();
+      return Promise.resolve();
+    }
     this.#write(message);
     return Promise.resolve();
   }

@@ -78,7 +78,7 @@ await writeFile(
   new URL("../dist/vendor/mcp-sdk.d.ts", import.meta.url),
   [
     'export { Server } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.d.ts";',
-    'export { ErrorCode, InitializeRequestSchema, LATEST_PROTOCOL_VERSION, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/types.d.ts";',
+    'export { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, LATEST_PROTOCOL_VERSION, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/types.d.ts";',
     "",
   ].join("\n"),
 );

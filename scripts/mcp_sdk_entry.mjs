@@ -7,6 +7,7 @@ export { Server } from "@modelcontextprotocol/sdk/server/index.js";
 export {
   ErrorCode,
   InitializeRequestSchema,
+  JSONRPCRequestSchema,
   LATEST_PROTOCOL_VERSION,
   McpError,
   SUPPORTED_PROTOCOL_VERSIONS,

@@ -111,20 +111,21 @@ describe(`tool calls (${runtimeName})`, () => {
 
   it("aborts ctx.signal when the client cancels", async () => {
     const controller = new AbortController();
+    // The tool's first progress notification says it is waiting on its signal.
+    let sleeping!: () => void;
+    const started = new Promise<void>((resolve) => (sleeping = resolve));
     const call = session.client.callTool({ name: "fixture_sleep", arguments: { ms: 20_000 } }, undefined, {
       signal: controller.signal,
       timeout: 60_000,
+      onprogress: () => sleeping(),
     });
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await started;
     controller.abort("user pressed stop");
     await assert.rejects(call);
-    // The server side saw the cancellation: its signal fired with the cancelled reason.
-    let aborted: string[] = [];
-    for (let i = 0; i < 50 && !aborted.some((m) => m.includes("cancelled by the client")); i++) {
-      const status = await session.client.callTool({ name: "fixture_sleep_status", arguments: {} });
-      aborted = (status.structuredContent as { aborted: string[] }).aborted;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    // The cancellation went out before the rejection, and the server handles messages in order:
+    // a request sent now is answered after the tool's signal fired.
+    const status = await session.client.callTool({ name: "fixture_sleep_status", arguments: {} });
+    const aborted = (status.structuredContent as { aborted: string[] }).aborted;
     assert.ok(aborted.some((m) => m.includes("cancelled by the client")), `aborted: ${JSON.stringify(aborted)}`);
   });
 

@@ -92,7 +92,13 @@ export async function connect(
   let stderr = "";
   transport.stderr?.on("data", (chunk: Uint8Array) => (stderr += new TextDecoder().decode(chunk)));
   const client = new Client({ name: "warden-test", version: "1.0.0" }, { capabilities: options.capabilities ?? {} });
-  await client.connect(transport);
+  try {
+    await client.connect(transport);
+  } catch (error) {
+    // A server that started but did not complete initialize must not outlive the test.
+    await transport.close().catch(() => {});
+    throw new Error(`${(error as Error).message}; warden's stderr:\n${stderr}`);
+  }
   return {
     client,
     transport,
@@ -111,8 +117,12 @@ export interface RawSession {
   /** Every stdout line so far, as written. */
   lines(): string[];
   stderr(): string;
-  closeStdin(): void;
-  /** Resolves with the exit code and the milliseconds since stdin was closed. */
+  /** Writes `last` (as is: a line without its newline, if so) and ends stdin. */
+  closeStdin(last?: string): void;
+  /**
+   * Resolves, once stdout and stderr are read to their end, with the exit code
+   * and the milliseconds from stdin's end to the exit.
+   */
   exited(): Promise<{ code: number | null; msAfterStdinClosed: number }>;
   pid: number;
   kill(): void;
@@ -157,8 +167,10 @@ export function startRaw(options: { args?: string[]; env?: Record<string, string
   });
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (chunk: string) => (stderr += chunk));
+  let exitedAfter = -1;
+  child.on("exit", () => (exitedAfter = closedAt ? performance.now() - closedAt : -1));
   const exit = new Promise<{ code: number | null; msAfterStdinClosed: number }>((resolve) => {
-    child.on("exit", (code) => resolve({ code, msAfterStdinClosed: closedAt ? performance.now() - closedAt : -1 }));
+    child.on("close", (code) => resolve({ code, msAfterStdinClosed: exitedAfter }));
   });
   return {
     pid: child.pid ?? -1,
@@ -183,9 +195,9 @@ export function startRaw(options: { args?: string[]; env?: Record<string, string
     },
     lines: () => [...lines],
     stderr: () => stderr,
-    closeStdin() {
+    closeStdin(last) {
       closedAt = performance.now();
-      child.stdin.end();
+      child.stdin.end(last);
     },
     exited: () => exit,
     kill: () => child.kill("SIGKILL"),

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -240,10 +240,12 @@ describe(`plugin runtime (${runtimeName})`, () => {
       const controller = new AbortController();
       const reason = new WardenError("cancelled", 'Tool "good_sleep" was cancelled by the client');
       const started = performance.now();
+      // The child is ready, so the call is written at once: the cancellation follows it on the pipe.
       const call = plugin.call("sleep", { ms: 5000 }, context(controller.signal));
-      setTimeout(() => controller.abort(reason), 100);
+      controller.abort(reason);
       assert.equal(await rejection(call), reason);
       assert.ok(performance.now() - started < 1000);
+      // Not a synchronisation: the kill this guards against would come when the 500 ms grace ends.
       await new Promise((resolve) => setTimeout(resolve, 700));
       assert.equal(plugin.pid, pid, "the child stopped the call and lives on");
       assert.deepEqual(await plugin.call("echo", { still: "here" }, context()), { echoed: { still: "here" } });
@@ -335,8 +337,11 @@ describe(`plugin runtime (${runtimeName})`, () => {
       try {
         const attempts = await plugin.call("net", { port }, context()) as Attempt[];
         assert.deepEqual(names(attempts), ["NotCapable", "NotCapable", "NotCapable", "NotCapable"]);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        assert.equal(connections, 0);
+        // Connections are accepted in order: once this one is, any the plugin made was counted.
+        const probe = connect(port, "127.0.0.1");
+        await new Promise<void>((resolve) => server.once("connection", () => resolve()));
+        probe.destroy();
+        assert.equal(connections, 1, "only the probe's connection reached the listener");
       } finally {
         await new Promise((resolve) => server.close(resolve));
       }
@@ -648,8 +653,9 @@ describe(`plugin runtime (${runtimeName})`, () => {
       await plugin.call("echo", {}, context());
       const pid = plugin.pid as number;
       const controller = new AbortController();
+      // The child is ready, so the call is written at once: the cancellation follows it on the pipe.
       const call = plugin.call("hangAsync", {}, context(controller.signal));
-      setTimeout(() => controller.abort(), 50);
+      controller.abort();
       assert.equal((await rejection(call)).code, "cancelled");
       assert.equal(plugin.pid, pid, "the child has its grace period");
       assert.ok(await eventually(() => plugin.pid === null && !groupAlive(pid), 2000), "then it is killed");
@@ -746,12 +752,16 @@ describe(`plugin runtime (${runtimeName})`, () => {
       });
       const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
       let out = "";
+      let err = "";
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
       const code = readFileSync(path.join(bundlesDir, "hostile.js")).toString("base64");
       child.stdin.write(JSON.stringify({ type: "load", code, rootIds: [] }) + "\n");
-      child.stdin.write(JSON.stringify({ type: "call", id: 1, tool: "hang", args: {} }) + "\n");
       assert.ok(await eventually(() => out.includes('"loaded"'), 5000), "the bundle loaded");
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Sent before the bundle loaded, the call was answered "no tool" and nothing spun: it goes now.
+      child.stdin.write(JSON.stringify({ type: "call", id: 1, tool: "hangSaying", args: {} }) + "\n");
+      // hangSaying says so on stderr just before its loop.
+      assert.ok(await eventually(() => err.includes("hang: spinning"), 5000), `the plugin spins; stdout: ${out}`);
       const closedAt = performance.now();
       child.stdin.end();
       const status = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("alive"), 3000))]);

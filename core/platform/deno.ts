@@ -326,6 +326,8 @@ export function denoPlatform(): Platform {
     pid: () => Deno.pid,
     writeStdout: (text: string) => writeAll(Deno.stdout, text),
     writeStderr: (text: string) => writeAll(Deno.stderr, text),
+    // writeAll is synchronous: nothing is left to flush.
+    flushStdout: () => Promise.resolve(),
     readStdin(onChunk: (chunk: Uint8Array) => void, onEnd: () => void) {
       (async () => {
         // One buffer, reused: the stdio transport copies what outlives a chunk.

@@ -366,6 +366,8 @@ export function nodePlatform(): Platform {
     pid: () => process.pid,
     writeStdout: (text: string) => void process.stdout.write(text),
     writeStderr: (text: string) => void process.stderr.write(text),
+    // Writes complete in order: the callback of an empty one runs once those before it are out (or failed).
+    flushStdout: () => new Promise<void>((resolve) => void process.stdout.write("", () => resolve())),
     readStdin(onChunk: (chunk: Uint8Array) => void, onEnd: () => void) {
       let ended = false;
       const end = () => {

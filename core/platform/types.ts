@@ -159,6 +159,8 @@ export interface Platform {
   /** Synchronous, so that a line is whole on the pipe before the next begins. */
   writeStdout(text: string): void;
   writeStderr(text: string): void;
+  /** Resolves once everything written to stdout has left the process (node buffers a pipe it cannot write to yet). */
+  flushStdout(): Promise<void>;
   /** Delivers stdin chunks as they arrive, then `onEnd` once. */
   readStdin(onChunk: (chunk: Uint8Array) => void, onEnd: () => void): void;
   /** Calls `handler` on SIGINT; returns the function that removes it. */
