@@ -57,11 +57,13 @@ export interface NeedsInput {
 
 const sorted = (values: Iterable<string>) => Object.freeze([...new Set(values)].sort());
 
-/** `paths` less those inside another of them: a directory's permission covers what is under it. */
-function outermost(paths: Iterable<string>): readonly string[] {
-  const all = sorted(paths);
-  return Object.freeze(
-    all.filter((p) => !all.some((q) => q !== p && p.startsWith(q.endsWith(path.sep) ? q : q + path.sep))),
+/**
+ * `paths` less those inside another of them (a directory's permission covers what is under it), but for `keep`:
+ * the directory a command is started in stands for whichever directory that will be, so it covers nothing.
+ */
+function outermost(paths: readonly string[], keep: string | null): readonly string[] {
+  return paths.filter((p) =>
+    !paths.some((q) => q !== p && q !== keep && p.startsWith(q.endsWith(path.sep) ? q : q + path.sep))
   );
 }
 
@@ -82,7 +84,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
     ? "bubblewrap does not isolate here, and killing a gate program's process group needs the unrestricted --allow-run"
     : null;
   return Object.freeze({
-    read: outermost([
+    read: sorted([
       ...own.map((name) => path.join(input.appRoot, name)),
       input.toolsDir,
       ...rootPaths,
@@ -92,7 +94,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       input.execPath,
       ...input.programFiles,
     ]),
-    write: outermost([
+    write: sorted([
       input.ledgerDir,
       ...input.writeRoots.flatMap((id) => input.roots.get(id) ?? []),
       ...(gate ? [input.tempDir] : []),
@@ -117,7 +119,10 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
  * reads the directory the agent starts it in, whichever that is.
  */
 export function denoPermissionFlags(needs: PermissionNeeds, cwd: string | null): string[] {
-  const list = (values: readonly string[]) => values.map((value) => (value === cwd ? "." : value)).join(",");
+  const list = (values: readonly string[]) => {
+    const kept = outermost(values, cwd);
+    return [...(cwd !== null && kept.includes(cwd) ? ["."] : []), ...kept.filter((value) => value !== cwd)].join(",");
+  };
   const flags = ["--no-prompt", `--allow-read=${list(needs.read)}`, `--allow-write=${list(needs.write)}`];
   if (needs.run === "all") flags.push("--allow-run");
   else if (needs.run.length > 0) flags.push(`--allow-run=${needs.run.join(",")}`);
@@ -136,8 +141,8 @@ export function denoPermissionFlags(needs: PermissionNeeds, cwd: string | null):
 export function nodePermissionFlags(needs: PermissionNeeds, nodeMajor: number, usesWorkers: boolean): string[] {
   const flags = [
     nodeMajor >= 22 ? "--permission" : "--experimental-permission",
-    ...needs.read.map((p) => `--allow-fs-read=${p}${path.sep}*`),
-    ...needs.write.map((p) => `--allow-fs-write=${p}${path.sep}*`),
+    ...outermost(needs.read, null).map((p) => `--allow-fs-read=${p}${path.sep}*`),
+    ...outermost(needs.write, null).map((p) => `--allow-fs-write=${p}${path.sep}*`),
   ];
   if (needs.run === "all" || needs.run.length > 0) flags.push("--allow-child-process");
   if (usesWorkers) flags.push("--allow-worker");

@@ -135,6 +135,17 @@ function tempDir(): string {
   return platform().env("TMPDIR") || (platform().pathDelimiter === ";" ? "C:\\Windows\\Temp" : "/tmp");
 }
 
+/**
+ * The deno binary a deno command starts: this one under deno; from node, the link `npm install` made at
+ * node_modules/deno/deno (see scripts/build.mjs), else the one the platform package holds.
+ */
+function denoBinary(): string {
+  if (platform().runtime.name === "deno") return platform().runtime.execPath;
+  const windows = platform().pathDelimiter === ";";
+  const linked = platform().fromFileUrl(new URL(`node_modules/deno/deno${windows ? ".exe" : ""}`, appRoot));
+  return platform().fs.lstatSync(linked)?.isFile ? linked : platform().denoExecutable();
+}
+
 /** Where `name` is first found in PATH, as spawn.ts looks for it; null when nowhere. */
 async function firstInPath(name: string): Promise<string | null> {
   for (const dir of (platform().env("PATH") ?? "").split(platform().pathDelimiter)) {
@@ -171,7 +182,8 @@ async function needsOf(
     }),
   )).flat();
   const verified = records.some((record) => record.status === "verified");
-  const deno = runtime === "deno" || verified ? platform().denoExecutable() : null;
+  // Under deno, plugins run in the binary the deno command starts; under node, in the one node finds.
+  const deno = runtime === "deno" ? denoBinary() : verified ? platform().denoExecutable() : null;
   return permissionNeeds({
     appRoot: platform().fromFileUrl(appRoot).replace(/[\\/]$/, ""),
     fromSource: source,
@@ -262,7 +274,7 @@ function serverArgv(
   if (runtime === "deno") {
     const main = platform().fromFileUrl(new URL("core/main.ts", appRoot));
     const v8 = DENO_RUN_FLAGS.filter((flag) => flag.startsWith("--v8-flags="));
-    return [platform().denoExecutable(), "run", ...denoPermissionFlags(needs, cwd), ...v8, main, ...args];
+    return [denoBinary(), "run", ...denoPermissionFlags(needs, cwd), ...v8, main, ...args];
   }
   const main = platform().fromFileUrl(new URL("dist/core/main.js", appRoot));
   const node = platform().runtime.name === "node" ? platform().runtime.execPath : "node";
@@ -304,7 +316,12 @@ async function registrationCommand(
     if (arg === "--json") json = true;
     else if (arg === "--node-permission") nodePermission = true;
     else if (arg === "--runtime" && (args[i + 1] === "node" || args[i + 1] === "deno")) runtime = args[++i] as "node";
-    else {
+    else if (arg === "--runtime") {
+      throw new WardenError(
+        "config_invalid",
+        problem("Invalid --runtime", `expected node or deno, received ${received(args[i + 1])}`),
+      );
+    } else {
       throw new WardenError(
         "config_invalid",
         problem(
