@@ -13,7 +13,7 @@ import { openRoots, type RootFs } from "./roots.ts";
 import { Spawner } from "./spawn.ts";
 import { Ledger } from "./ledger.ts";
 import type { Policy } from "./policy.ts";
-import { DENO_RUN_FLAGS, initPlatform, platform } from "./platform/mod.ts";
+import { DENO_RUN_FLAGS, type FileStat, initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { denoPermissionFlags, nodePermissionFlags, type PermissionNeeds, permissionNeeds } from "./confinement.ts";
 import { type Confinement, denoConfinement, denoMissing, nodeConfinement } from "./platform/confinement.ts";
@@ -146,14 +146,28 @@ function denoBinary(): string {
   return platform().fs.lstatSync(linked)?.isFile ? linked : platform().denoExecutable();
 }
 
-/** Where `name` is first found in PATH, as spawn.ts looks for it; null when nowhere. */
-async function firstInPath(name: string): Promise<string | null> {
+/**
+ * Where `name` is first found in PATH, as spawn.ts looks for it, and the real path if that is a link; empty when
+ * nowhere. lstat without a thread hop, so that startup pays microseconds (a directory deno does not let warden
+ * read holds nothing for it).
+ */
+async function inPath(name: string): Promise<string[]> {
   for (const dir of (platform().env("PATH") ?? "").split(platform().pathDelimiter)) {
     if (!dir.startsWith("/") && !/^[A-Za-z]:[\\/]/.test(dir)) continue;
     const candidate = `${dir.replace(/[\\/]$/, "")}/${name}`;
-    if (await platform().fs.stat(candidate).then((s) => s.isFile, () => false)) return candidate;
+    let found: FileStat | null;
+    try {
+      found = platform().fs.lstatSync(candidate);
+    } catch {
+      continue;
+    }
+    if (found?.isFile) return [candidate];
+    if (found?.isSymlink) {
+      const real = await platform().fs.realPath(candidate).catch(() => null);
+      if (real && platform().fs.lstatSync(real)?.isFile) return [candidate, real];
+    }
   }
-  return null;
+  return [];
 }
 
 /** What this server needs from the runtime `runtime` (this one unless asked), from its catalog and settings. */
@@ -166,21 +180,15 @@ async function needsOf(
 ): Promise<PermissionNeeds> {
   const entries = [...catalog.tools.values()];
   const source = runtime === "deno";
-  const roots = new Map<string, string[]>();
-  await Promise.all(config.roots.map(async (root) => {
-    const real = await platform().fs.realPath(root.path).catch(() => root.path);
-    roots.set(root.id, real === root.path ? [root.path] : [root.path, real]);
-  }));
-  // Where gate programs run inside bubblewrap, warden starts bwrap, not them (see spawn.ts).
-  const bwrapLookup = new Spawner();
   const gate = spawner.programs().size > 0;
-  if (gate) await bwrapLookup.resolve(["bwrap"]);
-  const programFiles = (await Promise.all(
-    [...(gate ? ["bwrap"] : []), ...spawner.programs().keys()].map(async (name) => {
-      const found = await firstInPath(name);
-      return found ? [found, await platform().fs.realPath(found).catch(() => found)] : [];
-    }),
-  )).flat();
+  const [reals, bwrap, ...programs] = await Promise.all([
+    Promise.all(config.roots.map((root) => platform().fs.realPath(root.path).catch(() => root.path))),
+    gate ? inPath("bwrap") : [],
+    ...[...spawner.programs().keys()].map(inPath),
+  ]);
+  const roots = new Map(
+    config.roots.map((root, i) => [root.id, reals[i] === root.path ? [root.path] : [root.path, reals[i]]]),
+  );
   const verified = records.some((record) => record.status === "verified");
   // Under deno, plugins run in the binary the deno command starts; under node, in the one node finds.
   const deno = runtime === "deno" ? denoBinary() : verified ? platform().denoExecutable() : null;
@@ -195,8 +203,9 @@ async function needsOf(
     execPath: runtime === "deno" ? deno! : platform().runtime.execPath,
     pluginDeno: verified ? deno : null,
     programs: spawner.programs(),
-    programFiles,
-    bwrap: bwrapLookup.programs().get("bwrap") ?? null,
+    programFiles: [...bwrap, ...programs.flat()],
+    // Where gate programs run inside bubblewrap, warden starts bwrap, not them (see spawn.ts).
+    bwrap: bwrap.at(-1) ?? null,
     tempDir: tempDir(),
     writeRoots: entries.flatMap((entry) => entry.capabilities.writeRoots),
     netHosts: entries.flatMap((entry) => entry.capabilities.netHosts),

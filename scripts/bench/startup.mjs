@@ -1,11 +1,16 @@
 // Cold start to the initialize response: the time from spawn until the line
 // answering an `initialize` request (written to stdin right after the spawn)
-// arrives on stdout. warden against the SDK's bare low-level Server and a
-// FastMCP server with one tool, on node (warden's build) and deno (warden's
-// source), all contenders alternating round-robin in one run.
+// arrives on stdout. warden, started by exactly the command README registers
+// (node: `node dist/core/main.js`; deno: what `warden command --runtime deno`
+// prints, the deno binary with only the permissions warden needs), against the
+// SDK's bare low-level Server and a FastMCP server with one tool, and under deno
+// also `deno task start` (for trying by hand: the task runner, broad flags), all
+// contenders alternating round-robin in one run.
 //
 //   node scripts/bench/startup.mjs [--runs 15] [--runtime node|deno|both]
+import { spawnSync } from "node:child_process";
 import {
+  childEnv,
   coldStart,
   contendersFor,
   denoBinary,
@@ -20,6 +25,7 @@ import {
   print,
   quantile,
   ratio,
+  repoRoot,
   rotate,
   runtimesOf,
   verifyDenoPeerResolution,
@@ -34,7 +40,28 @@ ensureBuilt();
 const peerVersions = preparePeers();
 if (runtimes.includes("deno")) verifyDenoPeerResolution(denoBinary());
 
-const contenders = runtimes.flatMap((runtime) => contendersFor(runtime));
+/** The deno command README registers: what `warden command --runtime deno` prints, here, with the defaults. */
+function readmeDenoCommand() {
+  const printed = spawnSync(process.execPath, ["dist/core/main.js", "command", "--runtime", "deno", "--json"], {
+    cwd: repoRoot,
+    env: childEnv(),
+    encoding: "utf8",
+  });
+  if (printed.status !== 0) throw new Error(`warden command failed: ${printed.stderr}`);
+  return JSON.parse(printed.stdout);
+}
+
+const contenders = runtimes.flatMap((runtime) => {
+  const list = contendersFor(runtime);
+  if (runtime !== "deno") return list;
+  const warden = list.find((c) => c.name === "warden");
+  const { command, args } = readmeDenoCommand();
+  return [
+    { ...warden, command, args },
+    { ...warden, name: "deno task start", args: ["task", "start"] },
+    ...list.filter((c) => c !== warden),
+  ];
+});
 
 // One unmeasured start each fills the OS page cache and deno's caches (and proves every contender answers).
 note(`startup: warm-up start of ${contenders.length} contenders ...`);
@@ -76,7 +103,13 @@ for (const runtime of runtimes) {
     }**`,
   );
   print();
-  print(`### ${runtime}${runtime === "node" ? " (warden: dist/core/main.js)" : " (warden: core/main.ts from source)"}`);
+  print(
+    `### ${runtime}${
+      runtime === "node"
+        ? " (warden: `node dist/core/main.js`)"
+        : " (warden: the command `warden command --runtime deno` prints, core/main.ts from source)"
+    }`,
+  );
   print();
   print(markdownTable(["contender", ">median ms", ">p10 ms", ">p90 ms", ">min ms", ">vs bare SDK"], rows));
 }
