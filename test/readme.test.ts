@@ -2,7 +2,7 @@
 // and example tool are checked against what the code does.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { SETTINGS } from "../core/config.ts";
@@ -82,6 +82,21 @@ describe(`README (${runtimeName})`, () => {
       assert.match(documented, /^<warden>\/node_modules\/deno\/deno run /, "the binary itself, no node shim");
     } finally {
       work.remove();
+    }
+  });
+
+  it("npm install points node_modules/.bin/deno at the deno binary, not at the package's node script", () => {
+    // What every deno task and scripts/test.mjs start: a script there would start node before deno, every time.
+    for (const file of ["node_modules/.bin/deno", "node_modules/deno/deno"]) {
+      const fd = openSync(path.join(repoRoot, file), "r");
+      const head = new Uint8Array(4);
+      try {
+        readSync(fd, head, 0, 4, 0);
+      } finally {
+        closeSync(fd);
+      }
+      assert.notEqual(new TextDecoder().decode(head.subarray(0, 2)), "#!", `${file} is a script`);
+      assert.ok(statSync(path.join(repoRoot, file)).size > 1_000_000, `${file} is the binary`);
     }
   });
 
