@@ -24,7 +24,20 @@ import {
 
 const hostileTools = path.join(repoRoot, onDeno ? "test/fixtures/hostile" : "dist/test/fixtures/hostile");
 const SECRET = "hunter2-confinement-secret";
-const ATTEMPTS = ["read-file", "write-file", "env-process", "env-deno", "spawn", "fetch"] as const;
+const ATTEMPTS = [
+  "read-file",
+  "write-file",
+  "env-process",
+  "env-deno",
+  "spawn",
+  "fetch",
+  "deno-read",
+  "deno-command",
+  "env-all",
+  "import-file",
+  "connect",
+  "proc-environ",
+] as const;
 type Attempt = (typeof ATTEMPTS)[number];
 type Outcome = { attempt: Attempt; outcome: "done"; value: string } | {
   attempt: Attempt;
@@ -59,9 +72,11 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
   let root: string;
   let secretFile: string;
+  let secretJson: string;
   let listener: Server;
   let url: string;
-  let requests = 0;
+  /** Connections the listener accepted: fetch and a bare TCP connect both count. */
+  let connections = 0;
   let env: Record<string, string>;
 
   before(async () => {
@@ -72,10 +87,10 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
     mkdirSync(path.join(work.dir, "outside"));
     secretFile = path.join(work.dir, "outside", "secret.txt");
     writeFileSync(secretFile, `${SECRET}\n`);
-    listener = createServer((_request, response) => {
-      requests++;
-      response.end("reached");
-    });
+    secretJson = path.join(work.dir, "outside", "secret.json");
+    writeFileSync(secretJson, JSON.stringify({ secret: SECRET }));
+    listener = createServer((_request, response) => response.end("reached"));
+    listener.on("connection", () => connections++);
     await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/`;
     env = { WARDEN_TOOLS_DIR: hostileTools, CONFINEMENT_SECRET: SECRET };
@@ -94,6 +109,12 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       "env-deno": "CONFINEMENT_SECRET",
       spawn: "/bin/echo",
       fetch: url,
+      "deno-read": secretFile,
+      "deno-command": "/bin/echo",
+      "env-all": SECRET,
+      "import-file": secretJson,
+      connect: new URL(url).host,
+      "proc-environ": SECRET,
     };
     const out = {} as Record<Attempt, Outcome>;
     for (const attempt of ATTEMPTS) {
@@ -114,16 +135,34 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       assert.equal(confinement.inForce, false, confinement.detail);
       for (const open of ["read", "write", "run", "net", "env"]) assert.ok(confinement.open.includes(open), open);
       const written = path.join(work.dir, "outside", "written-control.txt");
-      const before = requests;
+      const before = connections;
       const outcomes = await attempts(session, written);
-      assert.deepEqual(outcomes["read-file"], { attempt: "read-file", outcome: "done", value: `${SECRET}\n` });
+      const done = (attempt: Attempt) => {
+        const outcome = outcomes[attempt];
+        assert.equal(outcome.outcome, "done", `${attempt}: ${JSON.stringify(outcome)}`);
+        return (outcome as { value: string }).value;
+      };
+      assert.equal(done("read-file"), `${SECRET}\n`);
       assert.ok(existsSync(written), "the control wrote its file");
-      assert.equal(outcomes["env-process"].outcome === "done" && outcomes["env-process"].value, SECRET);
-      assert.equal(outcomes.spawn.outcome === "done" && outcomes.spawn.value, "spawned past ctx\n");
-      assert.equal(outcomes.fetch.outcome === "done" && outcomes.fetch.value, "reached");
-      assert.equal(requests, before + 1);
-      if (onDeno) assert.equal(outcomes["env-deno"].outcome === "done" && outcomes["env-deno"].value, SECRET);
-      else assert.match((outcomes["env-deno"] as { error: string }).error, /^Unavailable/);
+      assert.equal(done("env-process"), SECRET);
+      assert.equal(done("env-all"), '["CONFINEMENT_SECRET"]');
+      assert.equal(done("spawn"), "spawned past ctx\n");
+      assert.equal(done("fetch"), "reached");
+      assert.equal(done("connect"), "connected");
+      assert.equal(connections, before + 2);
+      assert.equal(done("import-file"), JSON.stringify({ secret: SECRET }));
+      if (onDeno) {
+        assert.equal(done("env-deno"), SECRET);
+        assert.equal(done("deno-read"), `${SECRET}\n`);
+        assert.equal(done("deno-command"), "spawned past ctx\n");
+        // Deno keeps /proc/self/environ for --allow-all even here.
+        assert.equal(outcomes["proc-environ"].outcome, "blocked");
+      } else {
+        for (const attempt of ["env-deno", "deno-read", "deno-command"] as const) {
+          assert.match((outcomes[attempt] as { error: string }).error, /^Unavailable/, attempt);
+        }
+        assert.equal(done("proc-environ"), "found");
+      }
       if (!onDeno) assert.match(confinement.detail, /--experimental-permission|--permission/);
     } finally {
       await session.close();
@@ -143,16 +182,16 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       const confinement = await confinementOf(session);
       assert.deepEqual({ ...confinement, detail: "" }, { runtime: "deno", inForce: true, open: [], detail: "" });
       const written = path.join(work.dir, "outside", "written-deno.txt");
-      const before = requests;
+      const before = connections;
       const outcomes = await attempts(session, written);
       for (const attempt of ATTEMPTS) {
         const outcome = outcomes[attempt];
         assert.equal(outcome.outcome, "blocked", `${attempt}: ${JSON.stringify(outcome)}`);
-        assert.match((outcome as { error: string }).error, /^NotCapable/, attempt);
+        assert.match((outcome as { error: string }).error, /NotCapable|Requires \w+ access/, attempt);
         assert.ok(!JSON.stringify(outcome).includes(SECRET), `${attempt} leaked nothing`);
       }
       assert.ok(!existsSync(written), "nothing was written");
-      assert.equal(requests, before, "the listener was never reached");
+      assert.equal(connections, before, "the listener was never reached");
       // The server started narrowed prints the command it runs under: the startup line is a fixed point.
       const ready = JSON.parse(session.stderr().split("\n").find((line) => line.includes('"event":"ready"'))!);
       assert.deepEqual(ready.register.mcpJson.mcpServers.warden, { command, args: commandArgs });
@@ -176,16 +215,18 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       assert.ok(confinement.open.includes("env") && confinement.open.includes("net"), confinement.open.join());
       for (const held of ["read", "write", "run"]) assert.ok(!confinement.open.includes(held), held);
       const written = path.join(work.dir, "outside", "written-node.txt");
-      const before = requests;
+      const before = connections;
       const outcomes = await attempts(session, written);
-      for (const attempt of ["read-file", "write-file", "spawn"] as const) {
+      for (const attempt of ["read-file", "write-file", "spawn", "import-file", "proc-environ"] as const) {
         assert.match((outcomes[attempt] as { error?: string }).error ?? "", /ERR_ACCESS_DENIED/, attempt);
       }
       assert.ok(!existsSync(written), "nothing was written");
       // What host_context reports open is open: the model has no say over these.
-      assert.equal(outcomes["env-process"].outcome === "done" && outcomes["env-process"].value, SECRET);
-      assert.equal(outcomes.fetch.outcome, "done");
-      assert.equal(requests, before + 1);
+      for (const attempt of ["env-process", "env-all", "fetch", "connect"] as const) {
+        assert.equal(outcomes[attempt].outcome, "done", attempt);
+      }
+      assert.equal((outcomes["env-process"] as { value: string }).value, SECRET);
+      assert.equal(connections, before + 2);
     } finally {
       await session.close();
     }
