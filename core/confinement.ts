@@ -15,8 +15,10 @@ export interface PermissionNeeds {
   readonly run: readonly string[] | "all";
   /** Why `run` cannot be a list, when it is `all`. */
   readonly runAllWhy: string | null;
-  /** `host:port` of every origin a tool declared. */
-  readonly net: readonly string[];
+  /** `host:port` of every origin a tool declared. `all`: see `netAllWhy`. */
+  readonly net: readonly string[] | "all";
+  /** Why `net` cannot be a list, when it is `all`. */
+  readonly netAllWhy: string | null;
   /** Every environment variable warden reads. */
   readonly env: readonly string[];
   /** System facts dependencies ask for (fast-glob sizes its pool by `os.cpus()`). */
@@ -68,6 +70,8 @@ function outermost(paths: readonly string[], keep: string | null): readonly stri
 }
 
 const SYS_NEEDED = Object.freeze(["cpus"]);
+const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\])$/;
+const defaultPort = (url: URL) => (url.protocol === "https:" ? "443" : "80");
 
 /** The permissions a server with this catalog and these settings needs, and nothing more. */
 export function permissionNeeds(input: NeedsInput): PermissionNeeds {
@@ -82,6 +86,15 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
   // what a timed-out program started.
   const runAllWhy = gate && input.bwrap === null
     ? "bubblewrap does not isolate here, and killing a gate program's process group needs the unrestricted --allow-run"
+    : null;
+  // egress.ts resolves a name itself and connects to the addresses it checked (rebinding), so deno checks the
+  // connection against those addresses, which no flag can name in advance; an IP origin is one address.
+  const hosts = input.netHosts.map((origin) => new URL(origin));
+  const named = hosts.filter((url) => !IP_LITERAL.test(url.hostname));
+  const netAllWhy = named.length > 0
+    ? `tools fetch from ${
+      named.map((url) => url.origin).join(", ")
+    }, and warden connects to the addresses it resolved and checked, which --allow-net cannot name in advance`
     : null;
   return Object.freeze({
     read: sorted([
@@ -105,10 +118,8 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       ...(gate && !input.bwrap ? programs : []),
     ]),
     runAllWhy,
-    net: sorted(input.netHosts.map((origin) => {
-      const url = new URL(origin);
-      return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
-    })),
+    net: netAllWhy ? "all" : sorted(hosts.map((url) => `${url.hostname}:${url.port || defaultPort(url)}`)),
+    netAllWhy,
     env: sorted(input.env),
     sys: SYS_NEEDED,
   });
@@ -126,7 +137,8 @@ export function denoPermissionFlags(needs: PermissionNeeds, cwd: string | null):
   const flags = ["--no-prompt", `--allow-read=${list(needs.read)}`, `--allow-write=${list(needs.write)}`];
   if (needs.run === "all") flags.push("--allow-run");
   else if (needs.run.length > 0) flags.push(`--allow-run=${needs.run.join(",")}`);
-  if (needs.net.length > 0) flags.push(`--allow-net=${needs.net.join(",")}`);
+  if (needs.net === "all") flags.push("--allow-net");
+  else if (needs.net.length > 0) flags.push(`--allow-net=${needs.net.join(",")}`);
   if (needs.env.length > 0) flags.push(`--allow-env=${needs.env.join(",")}`);
   if (needs.sys.length > 0) flags.push(`--allow-sys=${needs.sys.join(",")}`);
   return flags;

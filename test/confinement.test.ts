@@ -4,7 +4,7 @@
 // file and process ones; host_context says which, and a server that lacks what it needs refuses to start.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -13,6 +13,7 @@ import process from "node:process";
 import {
   childEnv,
   connect,
+  fixtureToolsDir,
   onDeno,
   repoRoot,
   runtimeName,
@@ -261,6 +262,45 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
 });
 
 describe(`built-in tools and plugins under the printed deno command (${runtimeName})`, { skip: !onDeno }, () => {
+  it("grants an external-side-effect tool its write roots, and the network whole only for named origins", async () => {
+    // Outside the OS temp directory, which the fixtures' gate tool needs written (its scratch directories).
+    mkdirSync(path.join(repoRoot, ".test-tmp"), { recursive: true });
+    const dir = mkdtempSync(path.join(repoRoot, ".test-tmp", "confine-"));
+    const work = { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+    try {
+      const [src, out] = ["src", "out"].map((name) => path.join(work.dir, name));
+      mkdirSync(src);
+      mkdirSync(out);
+      const args = ["--root", `src=${src}`, "--root", `out=${out}`];
+      const env = { WARDEN_TOOLS_DIR: fixtureToolsDir };
+      const { command, args: commandArgs } = await printedCommand(args, env);
+      const flag = (name: string) => commandArgs.find((a) => a === name || a.startsWith(`${name}=`));
+      assert.ok(flag("--allow-write")!.split("=")[1].split(",").includes(out), flag("--allow-write"));
+      assert.ok(!flag("--allow-write")!.split("=")[1].split(",").includes(src), "src is read, not written");
+      // fixture_egress declares http://localhost:47613 and http://rebind.test:47613 beside an IP origin: warden
+      // connects to the addresses it resolved, so deno must let it reach any.
+      assert.equal(flag("--allow-net"), "--allow-net");
+      const session = await connect({ env, wrap: () => ({ command, args: commandArgs }) });
+      try {
+        const call = (write: Record<string, string>) =>
+          session.client.callTool({ name: "fixture_egress", arguments: { write } });
+        const written = await call({ root: "out", path: "report.txt", text: "report\n" });
+        assert.equal(written.isError, undefined, textOf(written));
+        assert.equal(readFileSync(path.join(out, "report.txt"), "utf8"), "report\n");
+        const refused = await call({ root: "src", path: "report.txt", text: "no\n" });
+        assert.equal(refused.isError, true);
+        assert.ok(!existsSync(path.join(src, "report.txt")));
+        // Unrestricted because it is needed, so not "open": confinement is in force (the fixtures have no host_context).
+        const ready = JSON.parse(session.stderr().split("\n").find((line) => line.includes('"event":"ready"'))!);
+        assert.deepEqual(ready.confinement, { inForce: true, open: [] });
+      } finally {
+        await session.close();
+      }
+    } finally {
+      work.remove();
+    }
+  });
+
   it("every built-in tool and a verified plugin work with exactly the permissions it grants", async () => {
     const work = tempDir();
     try {

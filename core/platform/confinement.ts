@@ -46,7 +46,9 @@ export function denoMissing(needs: Partial<PermissionNeeds>): string[] {
     ...(needs.run === "all"
       ? (granted({ name: "run" }) ? [] : ["run (unrestricted)"])
       : (needs.run ?? []).filter((c) => !granted({ name: "run", command: c })).map((c) => `run ${c}`)),
-    ...(needs.net ?? []).filter((h) => !granted({ name: "net", host: h })).map((h) => `net ${h}`),
+    ...(needs.net === "all"
+      ? (granted({ name: "net" }) ? [] : ["net (unrestricted)"])
+      : (needs.net ?? []).filter((h) => !granted({ name: "net", host: h })).map((h) => `net ${h}`)),
     ...(needs.env ?? []).filter((v) => !granted({ name: "env", variable: v })).map((v) => `env ${v}`),
     ...(needs.sys ?? []).filter((k) => !granted({ name: "sys", kind: k })).map((k) => `sys ${k}`),
   ];
@@ -73,9 +75,12 @@ export function denoConfinement(
     (granted({ name: "run" }) ||
       ["/bin/sh", "sh"].some((c) => !needs.run.includes(c) && granted({ name: "run", command: c })))
   ) open.push("run");
-  if (granted({ name: "net" }) || ["127.0.0.1:9", "example.com:443"].some((h) => granted({ name: "net", host: h }))) {
-    if (!needs.net.includes("127.0.0.1:9") && !needs.net.includes("example.com:443")) open.push("net");
-  }
+  const netList = needs.net;
+  if (
+    netList !== "all" &&
+    (granted({ name: "net" }) ||
+      ["127.0.0.1:9", "example.com:443"].some((h) => !netList.includes(h) && granted({ name: "net", host: h })))
+  ) open.push("net");
   if (
     granted({ name: "env" }) ||
     ["HOME", "WARDEN_CONFINEMENT_PROBE"].some((v) => !needs.env.includes(v) && granted({ name: "env", variable: v }))
@@ -89,6 +94,7 @@ export function denoConfinement(
   for (const name of ["ffi", "import"]) if (granted({ name })) open.push(name);
   const caveats = [
     ...(needs.run === "all" ? [`run is unrestricted because ${needs.runAllWhy}`] : []),
+    ...(needs.net === "all" ? [`net is unrestricted because ${needs.netAllWhy}`] : []),
     ...(needs.run !== "all" && needs.run.length > 0
       ? ["the programs it may start (deno for plugins, bubblewrap or gate programs) are trusted not to be misused"]
       : []),
