@@ -92,12 +92,15 @@ export function denoConfinement(
     )
   ) open.push("sys");
   for (const name of ["ffi", "import"]) if (granted({ name })) open.push(name);
+  // Said without paths: host_context shows no host path.
+  const programs = needs.run === "all" ? [] : needs.run.map((p) => p.slice(p.lastIndexOf("/") + 1));
   const caveats = [
     ...(needs.run === "all" ? [`run is unrestricted because ${needs.runAllWhy}`] : []),
-    ...(needs.net === "all" ? [`net is unrestricted because ${needs.netAllWhy}`] : []),
-    ...(needs.run !== "all" && needs.run.length > 0
-      ? ["the programs it may start (deno for plugins, bubblewrap or gate programs) are trusted not to be misused"]
+    ...(programs.length > 0
+      ? [`it may start ${programs.join(" and ")}, and a tool that starts one itself chooses its arguments`]
       : []),
+    ...(needs.write.includes(tempDir) ? ["it may write in the OS temp directory, where gate calls get scratch"] : []),
+    ...(needs.net === "all" ? [`net is unrestricted because ${needs.netAllWhy}`] : []),
   ];
   const inForce = open.length === 0;
   const detail = inForce
