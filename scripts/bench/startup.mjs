@@ -7,8 +7,13 @@
 // also `deno task start` (for trying by hand: the task runner, broad flags), all
 // contenders alternating round-robin in one run.
 //
-//   node scripts/bench/startup.mjs [--runs 15] [--runtime node|deno|both]
+// With --cpu, each start also runs under /usr/bin/time and the table gains the CPU time (user + sys, whole process
+// life) per start: on a machine shared with other work, wall time measures the neighbours as much as the servers.
+//
+//   node scripts/bench/startup.mjs [--runs 15] [--runtime node|deno|both] [--cpu]
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import {
   childEnv,
   coldStart,
@@ -34,7 +39,8 @@ import {
 /** Largest warden/bare median ratio that meets the startup target, by runtime. */
 const TARGET = { node: 0.7, deno: 0.8 };
 
-const flags = parseFlags(process.argv.slice(2), { runs: 15, runtime: "both" });
+const flags = parseFlags(process.argv.slice(2), { runs: 15, runtime: "both", cpu: false });
+if (flags.cpu && !existsSync("/usr/bin/time")) throw new Error("--cpu needs /usr/bin/time: apt-get install time");
 const runtimes = runtimesOf(flags.runtime);
 ensureBuilt();
 const peerVersions = preparePeers();
@@ -63,30 +69,61 @@ const contenders = runtimes.flatMap((runtime) => {
   ];
 });
 
+mkdirSync(path.join(repoRoot, ".bench"), { recursive: true });
+const cpuFile = (contender) => path.join(repoRoot, ".bench", `startup-cpu-${contenders.indexOf(contender)}.txt`);
+/** One start; with --cpu, under /usr/bin/time, whose report is read once the server has exited. */
+async function start(contender) {
+  if (!flags.cpu) return { ms: await coldStart(contender) };
+  const timed = {
+    ...contender,
+    command: "/usr/bin/time",
+    args: ["-f", "%U %S", "-o", cpuFile(contender), contender.command, ...contender.args],
+  };
+  const ms = await coldStart(timed);
+  const [user, sys] = readFileSync(cpuFile(contender), "utf8").trim().split("\n").at(-1).split(" ").map(Number);
+  return { ms, cpuMs: (user + sys) * 1000 };
+}
+
 // One unmeasured start each fills the OS page cache and deno's caches (and proves every contender answers).
 note(`startup: warm-up start of ${contenders.length} contenders ...`);
-for (const contender of contenders) await coldStart(contender);
+for (const contender of contenders) await start(contender);
 
 const samples = new Map(contenders.map((c) => [c, []]));
+const cpu = new Map(contenders.map((c) => [c, []]));
 for (let round = 0; round < flags.runs; round++) {
-  for (const contender of rotate(contenders, round)) samples.get(contender).push(await coldStart(contender));
+  for (const contender of rotate(contenders, round)) {
+    const { ms, cpuMs } = await start(contender);
+    samples.get(contender).push(ms);
+    if (cpuMs !== undefined) cpu.get(contender).push(cpuMs);
+  }
   note(`startup: round ${round + 1}/${flags.runs} done`);
 }
 
 print("## Cold start to the initialize response");
 print();
 print(
-  `${flags.runs} alternating rounds (round-robin over all contenders, rotating which starts first), after one unmeasured warm-up start each. ms from spawn to the initialize response line.`,
+  `${flags.runs} alternating rounds (round-robin over all contenders, rotating which starts first), after one unmeasured warm-up start each. ms from spawn to the initialize response line${
+    flags.cpu
+      ? "; CPU ms: user + sys of the whole process life (start, answer, exit when stdin closes), from /usr/bin/time"
+      : ""
+  }.`,
 );
+print();
+for (const contender of contenders) {
+  if (contender.name === "warden" || contender.name === "deno task start") {
+    print(`- ${contender.runtime} ${contender.name}: \`${[contender.command, ...contender.args].join(" ")}\``);
+  }
+}
 print();
 for (const line of environmentLines(runtimes, peerVersions)) print(line);
 const verdicts = [];
 for (const runtime of runtimes) {
   const group = contenders.filter((c) => c.runtime === runtime);
-  const baseline = median(samples.get(group.find((c) => c.baseline)));
+  const bare = group.find((c) => c.baseline);
+  const baseline = median(samples.get(bare));
   const rows = group.map((c) => {
     const s = samples.get(c);
-    return [
+    const row = [
       c.name,
       fixed(median(s)),
       fixed(quantile(s, 0.1)),
@@ -94,6 +131,7 @@ for (const runtime of runtimes) {
       fixed(Math.min(...s)),
       ratio(median(s), baseline),
     ];
+    return flags.cpu ? [...row, fixed(median(cpu.get(c))), ratio(median(cpu.get(c)), median(cpu.get(bare)))] : row;
   });
   const warden = median(samples.get(group.find((c) => c.name === "warden")));
   const holds = warden / baseline <= TARGET[runtime];
@@ -111,7 +149,8 @@ for (const runtime of runtimes) {
     }`,
   );
   print();
-  print(markdownTable(["contender", ">median ms", ">p10 ms", ">p90 ms", ">min ms", ">vs bare SDK"], rows));
+  const headers = ["contender", ">median ms", ">p10 ms", ">p90 ms", ">min ms", ">vs bare SDK"];
+  print(markdownTable(flags.cpu ? [...headers, ">CPU ms (median)", ">CPU vs bare"] : headers, rows));
 }
 print();
 print("### Verdict");
