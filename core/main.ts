@@ -13,8 +13,18 @@ import { openRoots, type RootFs } from "./roots.ts";
 import { Spawner } from "./spawn.ts";
 import { Ledger } from "./ledger.ts";
 import type { Policy } from "./policy.ts";
-import { DENO_RUN_FLAGS, initPlatform, platform } from "./platform/mod.ts";
+import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
+import { type Confinement, denoMissing } from "./platform/confinement.ts";
+import {
+  confinementOf,
+  type Install,
+  missingPermissions,
+  needsOf,
+  registrationCommand,
+  serverArgv,
+  shellQuote,
+} from "./registration.ts";
 
 // From source (deno) this file is core/main.ts; in the build it is dist/core/main.js.
 const fromSource = import.meta.url.endsWith(".ts");
@@ -31,6 +41,9 @@ Usage:
                                     author, sign, audit and pin plugins
                                     ("warden plugin help")
   warden ledger verify [--json]     check the call ledger's hash chains
+  warden command [--runtime node|deno] [--node-permission] [--json]
+                                    the command that registers this server,
+                                    with exactly the permissions it needs
   warden catalog [--check|--update] [--golden <file>]
                                     print, check or rewrite the golden catalog
                                     (default schema/catalog.json)
@@ -40,7 +53,19 @@ Settings (flag, environment variable, default):
 ${SETTINGS.map((s) => `  ${(s.flag ?? "").padEnd(28)} ${(s.env ?? "").padEnd(20)} ${s.default}`).join("\n")}
 `;
 
-const SHELL_COMMANDS = ["tools", "call", "catalog", "plugin", "ledger", "help", "--help", "-h", "version", "--version"];
+const SHELL_COMMANDS = [
+  "tools",
+  "call",
+  "catalog",
+  "command",
+  "plugin",
+  "ledger",
+  "help",
+  "--help",
+  "-h",
+  "version",
+  "--version",
+];
 
 /** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
 function isServing(args: readonly string[]): boolean {
@@ -76,14 +101,16 @@ function policyOf(config: Config, catalog: Catalog): Policy {
   });
 }
 
-function toolsDir(): { url: URL; extensions: string[] } {
+const install: Install = { appRoot, toolsDir: (source) => toolsDir(source).url };
+
+function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
   const override = platform().env("WARDEN_TOOLS_DIR");
   if (override) {
     const base = new URL(`file://${encodeURI(platform().cwd())}/`);
     const url = new URL(override.endsWith("/") ? override : override + "/", base);
-    return { url, extensions: fromSource ? [".ts", ".js", ".mjs"] : [".js", ".mjs"] };
+    return { url, extensions: source ? [".ts", ".js", ".mjs"] : [".js", ".mjs"] };
   }
-  return fromSource
+  return source
     ? { url: new URL("tools/", appRoot), extensions: [".ts"] }
     : { url: new URL("dist/tools/", appRoot), extensions: [".js"] };
 }
@@ -94,6 +121,7 @@ function hostFacts(
   transport: HostFacts["transport"],
   extensions: HostFacts["extensions"],
   spawner: Spawner,
+  confinement: Confinement,
 ): HostFacts {
   const { runtime } = platform();
   return Object.freeze({
@@ -108,20 +136,8 @@ function hostFacts(
     extensions,
     programs: Object.freeze(Object.fromEntries([...spawner.programs()].map(([name, found]) => [name, found !== null]))),
     gateIsolation: () => spawner.isolation(),
+    confinement,
   });
-}
-
-/** The argv that starts this same server, for the registration hint. */
-function serverArgv(config: Config, explicitRoots: boolean): string[] {
-  const { runtime } = platform();
-  const main = platform().fromFileUrl(new URL(import.meta.url));
-  const args = runtime.name === "deno" ? ["run", ...DENO_RUN_FLAGS, main] : [main];
-  if (explicitRoots) { for (const root of config.roots) args.push("--root", `${root.id}=${root.path}`); }
-  return [runtime.execPath, ...args];
-}
-
-function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -149,6 +165,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const builtinNames = async () => new Set((await loadTools(dir.url, dir.extensions)).map(({ tool }) => tool.name));
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
+  if (command === "serve") {
+    // Before the roots are opened: under deno, a root it does not let warden read looks like a missing one.
+    const missing = denoMissing({ read: config.roots.map((root) => root.path), write: [config.ledgerDir] });
+    if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
+  }
   const [fs, withPlugins] = await Promise.all([openRoots(config.roots), hasPluginDirectories(config.pluginsDir)]);
   // Built-in tools and plugins are read side by side; plugins learn the
   // built-in names (for name clashes) only when they need them.
@@ -170,12 +191,23 @@ async function main(argv: readonly string[]): Promise<number> {
   const policy = policyOf(config, catalog);
   const ledger = new Ledger(config.ledgerDir);
   const spawner = new Spawner();
+  const programs = [...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn);
   // Only commands that run tools need the ledger directory and the programs.
   if (command === "serve" || command === "call") {
-    await Promise.all([
-      ledger.prepare(),
-      spawner.resolve([...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn)),
-    ]);
+    await Promise.all([ledger.prepare(), spawner.resolve(programs)]);
+  } else if (command === "command") {
+    await spawner.resolve(programs);
+  }
+  if (command === "command") {
+    return registrationCommand(install, config, argv, catalog, spawner, plugins.records, args);
+  }
+  const needs = await needsOf(install, config, catalog, spawner, plugins.records);
+  const confinement = confinementOf(needs);
+  if (command === "serve" && confinement.missing.length > 0) {
+    throw missingPermissions(
+      confinement.missing,
+      `start it with ${serverArgv(install, config, argv, needs, "deno").map(shellQuote).join(" ")}`,
+    );
   }
 
   if (command === "serve") {
@@ -189,7 +221,7 @@ async function main(argv: readonly string[]): Promise<number> {
         `Cannot load the MCP server module (${messageOf(error).split("\n")[0]}); run "npm install" first`,
       );
     });
-    const facts = hostFacts(catalog, fs, "stdio", plugins.records, spawner);
+    const facts = hostFacts(catalog, fs, "stdio", plugins.records, spawner, confinement.state);
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -202,9 +234,13 @@ async function main(argv: readonly string[]): Promise<number> {
       host: facts,
       shutdown: plugins.stop,
     });
-    const explicitRoots = argv.includes("--root") || argv.some((a) => a.startsWith("--root=")) ||
-      !!platform().env("WARDEN_ROOTS");
-    const [commandPath, ...commandArgs] = serverArgv(config, explicitRoots);
+    const [commandPath, ...commandArgs] = serverArgv(
+      install,
+      config,
+      argv,
+      needs,
+      facts.runtime.name as "node" | "deno",
+    );
     log("info", "ready", {
       version: pkg.version,
       runtime: `${facts.runtime.name} ${facts.runtime.version}`,
@@ -215,6 +251,7 @@ async function main(argv: readonly string[]): Promise<number> {
         loaded: plugins.records.filter((r) => r.status === "verified").map((r) => r.id),
         refused: plugins.records.filter((r) => r.status !== "verified").map((r) => r.id),
       },
+      confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
       register: {
         claudeCode: ["claude", "mcp", "add", "warden", "--", commandPath, ...commandArgs].map(shellQuote).join(" "),
         mcpJson: { mcpServers: { warden: { command: commandPath, args: commandArgs } } },
@@ -225,7 +262,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli", plugins.records, spawner),
+    host: hostFacts(catalog, fs, "cli", plugins.records, spawner, confinement.state),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
     policy,

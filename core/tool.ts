@@ -5,6 +5,7 @@ import type { PluginRecord } from "./plugins/discover.ts";
 import type { RootFs } from "./roots.ts";
 import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./spawn.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "./egress.ts";
+import type { Confinement } from "./platform/confinement.ts";
 
 /** What a tool may touch. Higher classes add capabilities to the context. */
 export type RiskClass = "read" | "gate" | "external-side-effect";
@@ -39,6 +40,8 @@ export interface HostFacts {
   readonly programs: Readonly<Record<string, boolean>>;
   /** What confines spawned programs here (probed once, on first ask). */
   gateIsolation(): Promise<SpawnIsolation>;
+  /** Whether the runtime itself holds this process to what it needs (see core/confinement.ts). */
+  readonly confinement: Confinement;
 }
 
 /** What every tool gets, whatever its class. */

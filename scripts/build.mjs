@@ -3,7 +3,20 @@
 // node starts fast. With --tests it also builds test/*.test.ts into dist/test/.
 // Plain JavaScript on purpose: node 20 runs it without a TypeScript loader.
 import { build } from "esbuild";
-import { readdirSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 
@@ -33,7 +46,65 @@ const withoutAjv = {
   },
 };
 
+/**
+ * Puts the deno binary where the documented deno commands start it, as the `deno` package's own install script
+ * (disabled: package.json allowScripts) would: a hard link of @deno/<platform>/deno at node_modules/deno/deno, and
+ * node_modules/.bin/deno pointing at it instead of at the package's bin.cjs, a node script that costs every deno
+ * command a node start (~100 ms) before deno's own. Without the platform package it leaves the shim alone.
+ */
+function linkDenoBinary() {
+  const require = createRequire(import.meta.url);
+  const exe = process.platform === "win32" ? "deno.exe" : "deno";
+  let denoDir;
+  let source;
+  try {
+    denoDir = path.dirname(require.resolve("deno/package.json"));
+    const target = process.platform === "linux" ? `linux-${process.arch}-glibc` : `${process.platform}-${process.arch}`;
+    source = path.join(path.dirname(require.resolve(`@deno/${target}/package.json`, { paths: [denoDir] })), exe);
+  } catch {
+    return "deno: no platform package installed, node_modules/.bin/deno left as the npm shim";
+  }
+  if (!existsSync(source)) return `deno: ${source} is missing, node_modules/.bin/deno left as the npm shim`;
+  const linked = path.join(denoDir, exe);
+  const same = (a, b) => {
+    try {
+      const [x, y] = [statSync(a), statSync(b)];
+      return x.ino === y.ino && x.dev === y.dev;
+    } catch {
+      return false;
+    }
+  };
+  if (!same(source, linked)) {
+    // Beside the target, then renamed over it: a deno already running from the old file keeps its inode.
+    const temporary = `${linked}.${process.pid}.tmp`;
+    rmSync(temporary, { force: true });
+    try {
+      linkSync(source, temporary);
+    } catch {
+      copyFileSync(source, temporary); // another file system: a copy, as deno's install falls back to
+    }
+    renameSync(temporary, linked);
+  }
+  if (process.platform === "win32") return `deno: ${linked}`;
+  const bin = path.join(denoDir, "..", ".bin", "deno");
+  const wanted = path.relative(path.dirname(bin), linked);
+  let current;
+  try {
+    current = lstatSync(bin).isSymbolicLink() ? readlinkSync(bin) : undefined;
+  } catch {
+    current = undefined;
+  }
+  if (current !== wanted) {
+    const temporary = `${bin}.${process.pid}.tmp`;
+    rmSync(temporary, { force: true });
+    symlinkSync(wanted, temporary);
+    renameSync(temporary, bin);
+  }
+  return `deno: node_modules/.bin/deno -> ${path.relative(path.dirname(bin), linked)}`;
+}
+
 const started = performance.now();
+const denoLink = linkDenoBinary();
 await build({
   absWorkingDir: root,
   entryPoints: ["core/main.ts", ...tools],
@@ -87,9 +158,11 @@ if (withTests) {
   const testFiles = readdirSync(new URL("../test/", import.meta.url))
     .filter((name) => name.endsWith(".test.ts"))
     .map((name) => `test/${name}`);
-  const fixtureTools = readdirSync(new URL("../test/fixtures/tools/", import.meta.url))
-    .filter((name) => name.endsWith(".ts"))
-    .map((name) => `test/fixtures/tools/${name}`);
+  const fixtureTools = ["tools", "hostile"].flatMap((dir) =>
+    readdirSync(new URL(`../test/fixtures/${dir}/`, import.meta.url))
+      .filter((name) => name.endsWith(".ts"))
+      .map((name) => `test/fixtures/${dir}/${name}`)
+  );
   rmSync(new URL("../dist/test", import.meta.url), { recursive: true, force: true });
   await build({
     absWorkingDir: root,
@@ -106,5 +179,7 @@ if (withTests) {
   });
 }
 process.stderr.write(
-  `build: ${tools.length} tools${withTests ? " and tests" : ""} in ${Math.round(performance.now() - started)} ms\n`,
+  `build: ${tools.length} tools${withTests ? " and tests" : ""} in ${
+    Math.round(performance.now() - started)
+  } ms; ${denoLink}\n`,
 );

@@ -5,6 +5,7 @@ import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
+// The binary itself: the build (run first, below) points node_modules/.bin/deno at it, as README's commands use it.
 const denoBin = fileURLToPath(new URL("../node_modules/.bin/deno", import.meta.url));
 const only = process.argv.slice(2);
 

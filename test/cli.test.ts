@@ -1,6 +1,6 @@
-// The shell commands: tools, call, catalog, help, and the errors of each.
+// The shell commands: tools, call, catalog, command, help, and the errors of each.
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { fixtureToolsDir, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
@@ -105,6 +105,15 @@ describe(`cli (${runtimeName})`, () => {
       message: "warden: Missing value for --root: the flag is the last argument; pass --root <value>\n",
     },
     {
+      args: ["command", "--runtime", "bun"],
+      message: 'warden: Invalid --runtime: expected node or deno, received "bun"\n',
+    },
+    {
+      args: ["command", "--frob"],
+      message:
+        'warden: Invalid command line: unexpected "--frob" for "warden command"; use --runtime node or --runtime deno, --node-permission and --json\n',
+    },
+    {
       args: ["catalog", "--frob"],
       message:
         'warden: Invalid command line: unexpected "--frob" for "warden catalog"; use one of --check or --update, and optionally --golden <file>\n',
@@ -118,6 +127,67 @@ describe(`cli (${runtimeName})`, () => {
       assert.equal(stderr, message);
     });
   }
+
+  it("warden command prints the registration command, with the settings it was given as flags", async () => {
+    const work = tempDir();
+    try {
+      const ledger = path.join(work.dir, "ledger");
+      const env = { WARDEN_ROOTS: `app=${path.join(repoRoot, "test")}`, WARDEN_LEDGER: ledger };
+      const node = await runWarden(["command", "--runtime", "node", "--json"], { env });
+      assert.equal(node.code, 0, node.stderr);
+      const plugins = path.join(repoRoot, ".test-tmp", "no-plugins");
+      assert.deepEqual(JSON.parse(node.stdout).args, [
+        path.join(repoRoot, "dist/core/main.js"),
+        "--root",
+        `app=${path.join(repoRoot, "test")}`,
+        "--plugins-dir",
+        plugins,
+        "--ledger",
+        ledger,
+      ]);
+      const deno = JSON.parse((await runWarden(["command", "--runtime", "deno", "--json"], { env })).stdout);
+      assert.match(deno.command, /deno(\.exe)?$/);
+      const flag = (name: string) => (deno.args as string[]).find((a) => a.startsWith(`${name}=`))?.split("=")[1];
+      const grants = (name: string, file: string) =>
+        flag(name)!.split(",").some((granted) => file === granted || file.startsWith(granted + "/"));
+      assert.ok(grants("--allow-read", path.join(repoRoot, "test")), flag("--allow-read"));
+      assert.ok(!flag("--allow-read")!.split(",").includes("."), "explicit roots: no working directory");
+      assert.ok(grants("--allow-write", ledger), flag("--allow-write"));
+      assert.ok(!grants("--allow-write", repoRoot), flag("--allow-write"));
+      assert.deepEqual(deno.args.slice(-7), [
+        path.join(repoRoot, "core/main.ts"),
+        "--root",
+        `app=${path.join(repoRoot, "test")}`,
+        "--plugins-dir",
+        plugins,
+        "--ledger",
+        ledger,
+      ]);
+    } finally {
+      work.remove();
+    }
+  });
+
+  it("warden command grants deno bubblewrap alone where it is, and every program where it is not", async (t) => {
+    // A PATH with git and without bwrap: the gate program is started by warden, and killing its process group
+    // needs the unrestricted --allow-run.
+    const work = tempDir();
+    try {
+      const git = ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"].find((p) => existsSync(p));
+      const bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"].find((p) => existsSync(p));
+      if (!git || !bwrap) return t.skip("this test needs git and bubblewrap: apt-get install git bubblewrap");
+      const noBwrap = path.join(work.dir, "bin");
+      mkdirSync(noBwrap);
+      symlinkSync(git, path.join(noBwrap, "git"));
+      const flags = async (PATH: string) =>
+        JSON.parse((await runWarden(["command", "--runtime", "deno", "--json"], { env: { PATH } })).stdout).args
+          .filter((a: string) => a.startsWith("--allow-run"));
+      assert.deepEqual(await flags(noBwrap), ["--allow-run"]);
+      assert.deepEqual(await flags(`${path.dirname(bwrap)}:${path.dirname(git)}`), [`--allow-run=${bwrap}`]);
+    } finally {
+      work.remove();
+    }
+  });
 
   it("refuses a malformed WARDEN_CALL_TIMEOUT by name", async () => {
     const { code, stderr } = await runWarden(["tools"], { env: { WARDEN_CALL_TIMEOUT: "1h30" } });

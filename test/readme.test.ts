@@ -2,13 +2,13 @@
 // and example tool are checked against what the code does.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { SETTINGS } from "../core/config.ts";
 import { DENO_RUN_FLAGS } from "../core/platform/mod.ts";
 import process from "node:process";
-import { childEnv, connect, fixtureToolsDir, onDeno, repoRoot, runtimeName, runWarden } from "./helpers.ts";
+import { childEnv, connect, fixtureToolsDir, onDeno, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
 
 const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
 
@@ -45,7 +45,7 @@ describe(`README (${runtimeName})`, () => {
     for (const setting of SETTINGS) assert.ok(readme.includes(setting.description), `README describes ${setting.env}`);
   });
 
-  it("shows commands that exist: npm scripts, deno tasks and the deno permission flags", () => {
+  it("shows commands that exist: npm scripts, deno tasks and the broad flags of deno task start", () => {
     const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
     const deno = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"));
     for (const script of ["start", "test", "warden"]) assert.ok(pkg.scripts[script], `npm script ${script}`);
@@ -58,8 +58,46 @@ describe(`README (${runtimeName})`, () => {
       deno.tasks.start.startsWith(`node_modules/.bin/deno run ${flags} core/main.ts`),
       "deno task start grants exactly DENO_RUN_FLAGS",
     );
-    assert.ok(readme.includes(`deno run ${flags} <warden>/core/main.ts`), "README's deno command grants the same");
     assert.ok(readme.includes("npm install") && readme.includes("npm start") && readme.includes("npm test"));
+  });
+
+  it("registers deno with the command warden command prints for the defaults", async (t) => {
+    const inPath = (name: string) =>
+      (process.env.PATH ?? "").split(path.delimiter).map((dir) => path.join(dir, name)).find((p) => existsSync(p));
+    if (inPath("git") !== "/usr/bin/git" || inPath("bwrap") !== "/usr/bin/bwrap") {
+      return t.skip("README's example is for git and bubblewrap in /usr/bin: apt-get install git bubblewrap");
+    }
+    const block = /To run it under deno instead[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+    const documented = block.replace(/\\\n\s*/g, "").trim();
+    const work = tempDir();
+    try {
+      // The defaults: warden's own plugins directory and ledger, the temp directory in /tmp.
+      const env = { WARDEN_PLUGINS_DIR: path.join(repoRoot, "plugins"), WARDEN_LEDGER: path.join(repoRoot, ".ledger") };
+      const printed = await runWarden(["command", "--runtime", "deno"], {
+        cwd: work.dir,
+        env: { ...env, TMPDIR: "/tmp" },
+      });
+      assert.equal(printed.code, 0, printed.stderr);
+      assert.equal(printed.stdout.trim().replaceAll(repoRoot.replace(/\/$/, ""), "<warden>"), documented);
+      assert.match(documented, /^<warden>\/node_modules\/deno\/deno run /, "the binary itself, no node shim");
+    } finally {
+      work.remove();
+    }
+  });
+
+  it("npm install points node_modules/.bin/deno at the deno binary, not at the package's node script", () => {
+    // What every deno task and scripts/test.mjs start: a script there would start node before deno, every time.
+    for (const file of ["node_modules/.bin/deno", "node_modules/deno/deno"]) {
+      const fd = openSync(path.join(repoRoot, file), "r");
+      const head = new Uint8Array(4);
+      try {
+        readSync(fd, head, 0, 4, 0);
+      } finally {
+        closeSync(fd);
+      }
+      assert.notEqual(new TextDecoder().decode(head.subarray(0, 2)), "#!", `${file} is a script`);
+      assert.ok(statSync(path.join(repoRoot, file)).size > 1_000_000, `${file} is the binary`);
+    }
   });
 
   it("deno task start serves MCP and deno task warden runs the CLI", async () => {

@@ -1,5 +1,6 @@
 // host_context (read): what this server is — name, version, runtime,
-// transport, negotiated protocol, catalog digest, tools by class, root ids.
+// transport, negotiated protocol, catalog digest, tools by class, root ids,
+// gate isolation and runtime confinement.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 
@@ -13,7 +14,7 @@ export const tool = defineTool({
   name: "host_context",
   title: "Host context",
   description:
-    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, and what confines the programs gate tools run (never claiming more than is in force). Call it first to learn which roots exist.",
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run, and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force). Call it first to learn which roots exist.",
   risk: "read",
   input: v.strictObject({}),
   output: v.object({
@@ -27,6 +28,12 @@ export const tool = defineTool({
     gate: v.object({
       isolation: v.object({ kind: v.string(), network: v.string(), writes: v.string(), detail: v.string() }),
       programs: v.record(v.string(), v.picklist(["found", "missing"])),
+    }),
+    confinement: v.object({
+      runtime: v.string(),
+      inForce: v.boolean(),
+      open: v.array(v.string()),
+      detail: v.string(),
     }),
   }),
   handler: async (_args, ctx) => {
@@ -46,6 +53,7 @@ export const tool = defineTool({
           Object.entries(host.programs).map(([name, found]) => [name, found ? "found" : "missing"] as const),
         ),
       },
+      confinement: { ...host.confinement, open: [...host.confinement.open] },
     };
   },
 });

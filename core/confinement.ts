@@ -1,0 +1,162 @@
+// Runtime confinement, behind the context: the permissions this server needs,
+// computed once from its frozen catalog and its settings, and the command line
+// that grants exactly those. Built-in tools are trusted code and ctx is their
+// only door; these flags make the runtime hold the same line if one reaches
+// past ctx (a dynamic import of node:fs, globalThis.process, fetch).
+import path from "node:path";
+
+/** What one server process needs from the runtime, by permission; paths absolute. */
+export interface PermissionNeeds {
+  /** The roots, warden's own files (source or build, node_modules, plugins, trust, lock), the ledger. */
+  readonly read: readonly string[];
+  /** The ledger directory, the roots tools declare as write roots, the gate scratch parent. */
+  readonly write: readonly string[];
+  /** The programs started directly: bubblewrap, gate programs, deno for plugins. `all`: see `runAllWhy`. */
+  readonly run: readonly string[] | "all";
+  /** Why `run` cannot be a list, when it is `all`. */
+  readonly runAllWhy: string | null;
+  /** `host:port` of every origin a tool declared. `all`: see `netAllWhy`. */
+  readonly net: readonly string[] | "all";
+  /** Why `net` cannot be a list, when it is `all`. */
+  readonly netAllWhy: string | null;
+  /** Every environment variable warden reads. */
+  readonly env: readonly string[];
+  /** System facts dependencies ask for (fast-glob sizes its pool by `os.cpus()`). */
+  readonly sys: readonly string[];
+}
+
+/** What the needs are computed from: the catalog's capabilities, the settings, what was found at startup. */
+export interface NeedsInput {
+  /** Where warden is installed (the repository). */
+  readonly appRoot: string;
+  /** Whether warden runs from its TypeScript source (deno) or its build (node). */
+  readonly fromSource: boolean;
+  /** Directory the built-in tools were loaded from. */
+  readonly toolsDir: string;
+  /** Root id to the paths it stands for (as configured and, if different, real). */
+  readonly roots: ReadonlyMap<string, readonly string[]>;
+  readonly pluginsDir: string;
+  readonly trustFiles: readonly string[];
+  readonly ledgerDir: string;
+  /** The runtime binary; it reads itself (Deno.execPath). */
+  readonly execPath: string;
+  /** The deno binary plugins run in, when a plugin is verified and may run. */
+  readonly pluginDeno: string | null;
+  /** Programs gate tools declared, as resolved at startup (null: not found). */
+  readonly programs: ReadonlyMap<string, string | null>;
+  /** Where the programs (and bwrap) were found in PATH and what that resolves to: looked up by stat, so read. */
+  readonly programFiles: readonly string[];
+  /** bubblewrap's path, when it isolates here (a gate program then runs inside it, not started by warden). */
+  readonly bwrap: string | null;
+  /** Where gate calls get their scratch directories (the OS temp directory). */
+  readonly tempDir: string;
+  /** Root ids tools may write under, and origins they may fetch. */
+  readonly writeRoots: readonly string[];
+  readonly netHosts: readonly string[];
+  /** Every environment variable warden reads. */
+  readonly env: readonly string[];
+}
+
+const sorted = (values: Iterable<string>) => Object.freeze([...new Set(values)].sort());
+
+/**
+ * `paths` less those inside another of them (a directory's permission covers what is under it), but for `keep`:
+ * the directory a command is started in stands for whichever directory that will be, so it covers nothing.
+ */
+function outermost(paths: readonly string[], keep: string | null): readonly string[] {
+  return paths.filter((p) =>
+    !paths.some((q) => q !== p && q !== keep && p.startsWith(q.endsWith(path.sep) ? q : q + path.sep))
+  );
+}
+
+const SYS_NEEDED = Object.freeze(["cpus"]);
+const IP_LITERAL = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\])$/;
+const defaultPort = (url: URL) => (url.protocol === "https:" ? "443" : "80");
+
+/** The permissions a server with this catalog and these settings needs, and nothing more. */
+export function permissionNeeds(input: NeedsInput): PermissionNeeds {
+  const own = input.fromSource
+    ? ["core", "tools", "dist", "node_modules", "package.json", "deno.json"]
+    : ["dist", "node_modules", "package.json"];
+  const rootPaths = [...input.roots.values()].flat();
+  const programs = [...input.programs.values()].filter((p): p is string => p !== null);
+  const gate = input.programs.size > 0;
+  // Deno.kill on a process group needs the unrestricted --allow-run. Under bubblewrap a program's whole tree
+  // lives in a pid namespace that dies with bwrap, so a list is enough; without it, only the group kill stops
+  // what a timed-out program started.
+  const runAllWhy = gate && input.bwrap === null
+    ? "bubblewrap does not isolate here, and killing a gate program's process group needs the unrestricted --allow-run"
+    : null;
+  // egress.ts resolves a name itself and connects to the addresses it checked (rebinding), so deno checks the
+  // connection against those addresses, which no flag can name in advance; an IP origin is one address.
+  const hosts = input.netHosts.map((origin) => new URL(origin));
+  const named = hosts.filter((url) => !IP_LITERAL.test(url.hostname));
+  const netAllWhy = named.length > 0
+    ? `tools fetch from ${
+      named.map((url) => url.origin).join(", ")
+    }, and warden connects to the addresses it resolved and checked, which --allow-net cannot name in advance`
+    : null;
+  return Object.freeze({
+    read: sorted([
+      ...own.map((name) => path.join(input.appRoot, name)),
+      input.toolsDir,
+      ...rootPaths,
+      input.pluginsDir,
+      ...input.trustFiles,
+      input.ledgerDir,
+      input.execPath,
+      ...input.programFiles,
+    ]),
+    write: sorted([
+      input.ledgerDir,
+      ...input.writeRoots.flatMap((id) => input.roots.get(id) ?? []),
+      ...(gate ? [input.tempDir] : []),
+    ]),
+    run: runAllWhy ? "all" : sorted([
+      ...(input.pluginDeno ? [input.pluginDeno] : []),
+      ...(gate && input.bwrap ? [input.bwrap] : []),
+      ...(gate && !input.bwrap ? programs : []),
+    ]),
+    runAllWhy,
+    net: netAllWhy ? "all" : sorted(hosts.map((url) => `${url.hostname}:${url.port || defaultPort(url)}`)),
+    netAllWhy,
+    env: sorted(input.env),
+    sys: SYS_NEEDED,
+  });
+}
+
+/**
+ * deno's permission flags for `needs`. `cwd`, when given, is written as `.`: a command registered without roots
+ * reads the directory the agent starts it in, whichever that is.
+ */
+export function denoPermissionFlags(needs: PermissionNeeds, cwd: string | null): string[] {
+  const list = (values: readonly string[]) => {
+    const kept = outermost(values, cwd);
+    return [...(cwd !== null && kept.includes(cwd) ? ["."] : []), ...kept.filter((value) => value !== cwd)].join(",");
+  };
+  const flags = ["--no-prompt", `--allow-read=${list(needs.read)}`, `--allow-write=${list(needs.write)}`];
+  if (needs.run === "all") flags.push("--allow-run");
+  else if (needs.run.length > 0) flags.push(`--allow-run=${needs.run.join(",")}`);
+  if (needs.net === "all") flags.push("--allow-net");
+  else if (needs.net.length > 0) flags.push(`--allow-net=${needs.net.join(",")}`);
+  if (needs.env.length > 0) flags.push(`--allow-env=${needs.env.join(",")}`);
+  if (needs.sys.length > 0) flags.push(`--allow-sys=${needs.sys.join(",")}`);
+  return flags;
+}
+
+/**
+ * node's permission-model flags for `needs` (`--experimental-permission` before node 22): file reads and writes
+ * as listed, one flag per path (node 20 reads only the first entry of a comma-separated list) with `/*`, which
+ * covers the path itself and what is under it; child processes and workers all or nothing; nothing for the
+ * environment or, before node 25, the network.
+ */
+export function nodePermissionFlags(needs: PermissionNeeds, nodeMajor: number, usesWorkers: boolean): string[] {
+  const flags = [
+    nodeMajor >= 22 ? "--permission" : "--experimental-permission",
+    ...outermost(needs.read, null).map((p) => `--allow-fs-read=${p}${path.sep}*`),
+    ...outermost(needs.write, null).map((p) => `--allow-fs-write=${p}${path.sep}*`),
+  ];
+  if (needs.run === "all" || needs.run.length > 0) flags.push("--allow-child-process");
+  if (usesWorkers) flags.push("--allow-worker");
+  return flags;
+}

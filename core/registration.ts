@@ -1,0 +1,243 @@
+// The command that registers this server: what its frozen catalog and its
+// settings need from the runtime (core/confinement.ts computes the flags), found
+// at startup, checked against what the runtime grants, and printed by the
+// startup line and `warden command`.
+import type { Catalog } from "./catalog.ts";
+import { type Config, parseConfig, SETTINGS } from "./config.ts";
+import { denoPermissionFlags, nodePermissionFlags, type PermissionNeeds, permissionNeeds } from "./confinement.ts";
+import { problem, received, WardenError } from "./errors.ts";
+import { DENO_RUN_FLAGS, type FileStat, platform } from "./platform/mod.ts";
+import { type Confinement, denoConfinement, nodeConfinement } from "./platform/confinement.ts";
+import type { PluginRecord } from "./plugins/discover.ts";
+import type { Spawner } from "./spawn.ts";
+
+/** Where warden is installed, and where its built-in tools load from (source for deno, build for node). */
+export interface Install {
+  readonly appRoot: URL;
+  toolsDir(fromSource: boolean): URL;
+}
+
+/**
+ * Every environment variable warden reads: its settings, PATH (gate programs) and TMPDIR (their scratch), and
+ * those its dependencies read as they load (TypeScript's `sys`, for the code graph). deno refuses any other name,
+ * so a variable missing here fails a tool: test/confinement.test.ts runs every built-in tool confined.
+ */
+const ENV_READ = Object.freeze([
+  ...SETTINGS.flatMap((s) => s.env ? [s.env] : []),
+  "PATH",
+  "TMPDIR",
+  // TSC_WATCHFILE, TSC_WATCH_POLLINGINTERVAL_LOW and eleven more, read when TypeScript's sys is made; the rest
+  // as TypeScript loads (its debug and colour checks).
+  "TSC_*",
+  "NODE_INSPECTOR_IPC",
+  "VSCODE_INSPECTOR_OPTIONS",
+  "NODE_ENV",
+  "NO_COLOR",
+  "FORCE_COLOR",
+  "COLORTERM",
+  "TERM",
+  "TERM_PROGRAM",
+  "WT_SESSION",
+  "OS",
+]);
+
+/** The OS temp directory, as both runtimes pick it for a new temporary directory. */
+function tempDir(): string {
+  return platform().env("TMPDIR") || (platform().pathDelimiter === ";" ? "C:\\Windows\\Temp" : "/tmp");
+}
+
+/**
+ * The deno binary a deno command starts: this one under deno; from node, the link `npm install` made at
+ * node_modules/deno/deno (see scripts/build.mjs), else the one the platform package holds.
+ */
+function denoBinary(appRoot: URL): string {
+  if (platform().runtime.name === "deno") return platform().runtime.execPath;
+  const windows = platform().pathDelimiter === ";";
+  const linked = platform().fromFileUrl(new URL(`node_modules/deno/deno${windows ? ".exe" : ""}`, appRoot));
+  return platform().fs.lstatSync(linked)?.isFile ? linked : platform().denoExecutable();
+}
+
+/**
+ * Where `name` is first found in PATH, as spawn.ts looks for it, and the real path if that is a link; empty when
+ * nowhere. lstat without a thread hop, so that startup pays microseconds (a directory deno does not let warden
+ * read holds nothing for it).
+ */
+async function inPath(name: string): Promise<string[]> {
+  for (const dir of (platform().env("PATH") ?? "").split(platform().pathDelimiter)) {
+    if (!dir.startsWith("/") && !/^[A-Za-z]:[\\/]/.test(dir)) continue;
+    const candidate = `${dir.replace(/[\\/]$/, "")}/${name}`;
+    let found: FileStat | null;
+    try {
+      found = platform().fs.lstatSync(candidate);
+    } catch {
+      continue;
+    }
+    if (found?.isFile) return [candidate];
+    if (found?.isSymlink) {
+      const real = await platform().fs.realPath(candidate).catch(() => null);
+      if (real && platform().fs.lstatSync(real)?.isFile) return [candidate, real];
+    }
+  }
+  return [];
+}
+
+/** What this server needs from the runtime `runtime` (this one unless asked), from its catalog and settings. */
+export async function needsOf(
+  install: Install,
+  config: Config,
+  catalog: Catalog,
+  spawner: Spawner,
+  records: readonly PluginRecord[],
+  runtime: "node" | "deno" = platform().runtime.name,
+): Promise<PermissionNeeds> {
+  const entries = [...catalog.tools.values()];
+  const source = runtime === "deno";
+  const gate = spawner.programs().size > 0;
+  const [reals, bwrap, ...programs] = await Promise.all([
+    Promise.all(config.roots.map((root) => platform().fs.realPath(root.path).catch(() => root.path))),
+    gate ? inPath("bwrap") : [],
+    ...[...spawner.programs().keys()].map(inPath),
+  ]);
+  const roots = new Map(
+    config.roots.map((root, i) => [root.id, reals[i] === root.path ? [root.path] : [root.path, reals[i]]]),
+  );
+  const verified = records.some((record) => record.status === "verified");
+  // Under deno, plugins run in the binary the deno command starts; under node, in the one node finds.
+  const deno = runtime === "deno" ? denoBinary(install.appRoot) : verified ? platform().denoExecutable() : null;
+  return permissionNeeds({
+    appRoot: platform().fromFileUrl(install.appRoot).replace(/[\\/]$/, ""),
+    fromSource: source,
+    toolsDir: platform().fromFileUrl(install.toolsDir(source)).replace(/[\\/]$/, ""),
+    roots,
+    pluginsDir: config.pluginsDir,
+    trustFiles: [config.allowedSignersFile, config.revokedKeysFile, config.lockFile],
+    ledgerDir: config.ledgerDir,
+    execPath: runtime === "deno" ? deno! : platform().runtime.execPath,
+    pluginDeno: verified ? deno : null,
+    programs: spawner.programs(),
+    programFiles: [...bwrap, ...programs.flat()],
+    // Where gate programs run inside bubblewrap, warden starts bwrap, not them (see spawn.ts).
+    bwrap: bwrap.at(-1) ?? null,
+    tempDir: tempDir(),
+    writeRoots: entries.flatMap((entry) => entry.capabilities.writeRoots),
+    netHosts: entries.flatMap((entry) => entry.capabilities.netHosts),
+    env: ENV_READ,
+  });
+}
+
+/** What the runtime holds this process to; under deno, also the needed permissions it does not grant. */
+export function confinementOf(needs: PermissionNeeds): { state: Confinement; missing: string[] } {
+  const { runtime } = platform();
+  if (runtime.name === "deno") {
+    const found = denoConfinement(needs, tempDir());
+    if (found) return found;
+  }
+  return { state: nodeConfinement(needs, tempDir(), runtime.version), missing: [] };
+}
+
+/** Whether the roots were given (flag or variable) rather than the default, the directory warden starts in. */
+function explicitRoots(argv: readonly string[]): boolean {
+  return argv.includes("--root") || argv.some((a) => a.startsWith("--root=")) || !!platform().env("WARDEN_ROOTS");
+}
+
+/**
+ * The argv that starts this same server with exactly the permissions it needs: under deno its permission flags,
+ * under node the plain command, or with `nodePermission` node's permission model. File settings that differ from
+ * the defaults are passed as flags, so the command needs no environment to grant and use the same paths.
+ */
+export function serverArgv(
+  install: Install,
+  config: Config,
+  argv: readonly string[],
+  needs: PermissionNeeds,
+  runtime: "node" | "deno",
+  nodePermission = false,
+): string[] {
+  const explicit = explicitRoots(argv);
+  const args: string[] = [];
+  if (explicit) { for (const root of config.roots) args.push("--root", `${root.id}=${root.path}`); }
+  const defaults = parseConfig([], platform().fromFileUrl(install.appRoot), () => undefined).config;
+  for (
+    const [flag, key] of [
+      ["--plugins-dir", "pluginsDir"],
+      ["--allowed-signers", "allowedSignersFile"],
+      ["--revoked-keys", "revokedKeysFile"],
+      ["--plugins-lock", "lockFile"],
+      ["--ledger", "ledgerDir"],
+    ] as const
+  ) if (config[key] !== defaults[key]) args.push(flag, config[key]);
+  // A command registered without roots reads the directory the agent starts it in: "." in deno's flags.
+  const cwd = explicit ? null : platform().cwd();
+  if (runtime === "deno") {
+    const main = platform().fromFileUrl(new URL("core/main.ts", install.appRoot));
+    const v8 = DENO_RUN_FLAGS.filter((flag) => flag.startsWith("--v8-flags="));
+    return [denoBinary(install.appRoot), "run", ...denoPermissionFlags(needs, cwd), ...v8, main, ...args];
+  }
+  const main = platform().fromFileUrl(new URL("dist/core/main.js", install.appRoot));
+  const node = platform().runtime.name === "node" ? platform().runtime.execPath : "node";
+  if (!nodePermission) return [node, main, ...args];
+  // node's permission model takes absolute paths only: this command reads the directory it was printed in.
+  const major = Number((platform().runtime.name === "node" ? platform().runtime.version : "20").split(".")[0]);
+  return [node, ...nodePermissionFlags(needs, major, true), main, ...args];
+}
+
+/** One word for sh, quoted only when it must be. */
+export function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+/** The startup error when deno grants less than the server needs: what is missing, and `fix`. */
+export function missingPermissions(missing: readonly string[], fix: string): WardenError {
+  return new WardenError(
+    "config_invalid",
+    problem(
+      "Missing permissions",
+      `deno does not grant what this server's catalog and settings need: ${missing.join(", ")}`,
+      fix,
+    ),
+  );
+}
+
+/** `warden command [--runtime node|deno] [--node-permission] [--json]`: the registration command, printed. */
+export async function registrationCommand(
+  install: Install,
+  config: Config,
+  argv: readonly string[],
+  catalog: Catalog,
+  spawner: Spawner,
+  records: readonly PluginRecord[],
+  args: readonly string[],
+): Promise<number> {
+  let runtime = platform().runtime.name;
+  let json = false;
+  let nodePermission = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--json") json = true;
+    else if (arg === "--node-permission") nodePermission = true;
+    else if (arg === "--runtime" && (args[i + 1] === "node" || args[i + 1] === "deno")) runtime = args[++i] as "node";
+    else if (arg === "--runtime") {
+      throw new WardenError(
+        "config_invalid",
+        problem("Invalid --runtime", `expected node or deno, received ${received(args[i + 1])}`),
+      );
+    } else {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          "Invalid command line",
+          `unexpected ${received(arg)} for "warden command"`,
+          "use --runtime node or --runtime deno, --node-permission and --json",
+        ),
+      );
+    }
+  }
+  const needs = await needsOf(install, config, catalog, spawner, records, runtime);
+  const [command, ...commandArgs] = serverArgv(install, config, argv, needs, runtime, nodePermission);
+  platform().writeStdout(
+    json
+      ? JSON.stringify({ command, args: commandArgs }, null, 2) + "\n"
+      : [command, ...commandArgs].map(shellQuote).join(" ") + "\n",
+  );
+  return 0;
+}
