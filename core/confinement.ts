@@ -42,6 +42,11 @@ export interface NeedsInput {
   readonly execPath: string;
   /** The deno binary plugins run in, when a plugin is verified and may run. */
   readonly pluginDeno: string | null;
+  /**
+   * The OS helpers a plugin child is started through (setpriv, prlimit: see plugins/limits.ts), looked up by
+   * lstat, so read, and started, so run. Without read they would look absent and the memory limit would go.
+   */
+  readonly pluginLaunchers: readonly string[];
   /** Programs gate tools declared, as resolved at startup (null: not found). */
   readonly programs: ReadonlyMap<string, string | null>;
   /** Where the programs (and bwrap) were found in PATH and what that resolves to: looked up by stat, so read. */
@@ -106,6 +111,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       input.ledgerDir,
       input.execPath,
       ...input.programFiles,
+      ...(input.pluginDeno ? input.pluginLaunchers : []),
     ]),
     write: sorted([
       input.ledgerDir,
@@ -113,7 +119,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       ...(gate ? [input.tempDir] : []),
     ]),
     run: runAllWhy ? "all" : sorted([
-      ...(input.pluginDeno ? [input.pluginDeno] : []),
+      ...(input.pluginDeno ? [input.pluginDeno, ...input.pluginLaunchers] : []),
       ...(gate && input.bwrap ? [input.bwrap] : []),
       ...(gate && !input.bwrap ? programs : []),
     ]),

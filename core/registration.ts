@@ -9,6 +9,7 @@ import { problem, received, WardenError } from "./errors.ts";
 import { DENO_RUN_FLAGS, type FileStat, platform } from "./platform/mod.ts";
 import { type Confinement, denoConfinement, nodeConfinement } from "./platform/confinement.ts";
 import type { PluginRecord } from "./plugins/discover.ts";
+import { osLimits } from "./plugins/limits.ts";
 import type { Spawner } from "./spawn.ts";
 
 /** Where warden is installed, and where its built-in tools load from (source for deno, build for node). */
@@ -114,6 +115,7 @@ export async function needsOf(
     ledgerDir: config.ledgerDir,
     execPath: runtime === "deno" ? deno! : platform().runtime.execPath,
     pluginDeno: verified ? deno : null,
+    pluginLaunchers: [osLimits().setpriv, osLimits().prlimit].filter((file): file is string => file !== null),
     programs: spawner.programs(),
     programFiles: [...bwrap, ...programs.flat()],
     // Where gate programs run inside bubblewrap, warden starts bwrap, not them (see spawn.ts).

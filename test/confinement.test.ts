@@ -359,6 +359,9 @@ describe(`built-in tools and plugins under the printed deno command (${runtimeNa
         );
         const licenses = await session.client.callTool({ name: "licenses_list", arguments: {} });
         assert.equal((licenses.structuredContent as { total: number }).total, 1);
+        // The plugin child is still started under its OS limits: the printed command lets warden find and run them.
+        const listed = await session.client.callTool({ name: "extension_list", arguments: {} });
+        assert.match(JSON.stringify(listed.structuredContent), /OS limit RLIMIT_DATA/);
         assert.equal((await confinementOf(session)).inForce, true);
       } finally {
         await session.close();
