@@ -200,7 +200,8 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
-      shutdown: plugins.stop,
+      // The seal is the ledger file's last row: a clean exit, as against a crash.
+      shutdown: () => plugins.stop().finally(() => ledger.seal()),
     });
     const explicitRoots = argv.includes("--root") || argv.some((a) => a.startsWith("--root=")) ||
       !!platform().env("WARDEN_ROOTS");
@@ -238,6 +239,7 @@ async function main(argv: readonly string[]): Promise<number> {
     return await catalogCommand(env, args);
   } finally {
     await plugins.stop();
+    await ledger.seal();
   }
 }
 

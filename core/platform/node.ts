@@ -77,6 +77,26 @@ function readRegularFile(file: string, maxBytes: number): RegularFileRead {
   }
 }
 
+function readRange(file: string, offset: number, length: number): { size: number; bytes: Uint8Array } {
+  // Non-blocking and not following links: a FIFO or a symlink put among ledger files must not stall or mislead.
+  const fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: "EFTYPE" });
+    const start = offset < 0 ? Math.max(0, info.size + offset) : Math.min(offset, info.size);
+    const bytes = new Uint8Array(Math.min(length, info.size - start));
+    let at = 0;
+    while (at < bytes.length) {
+      const bytesRead = readSync(fd, bytes, at, bytes.length - at, start + at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return { size: info.size, bytes: at === bytes.length ? bytes : bytes.subarray(0, at) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Scripts whose code cache was written (or read) before their functions ran: kept again once they have. */
 const coldCaches: { script: Script; cacheFile: string; replaces: string }[] = [];
 
@@ -342,6 +362,8 @@ export function nodePlatform(): Platform {
     fs: Object.freeze({
       // Synchronous for the reason given at readRegularFile; a promise still, as callers expect.
       realPath: (p: string) => new Promise<string>((resolve) => resolve(realpathSync.native(p))),
+      readRange: (p: string, offset: number, length: number) =>
+        new Promise<{ size: number; bytes: Uint8Array }>((resolve) => resolve(readRange(p, offset, length))),
       stat: async (p: string) => toStat(await stat(p)),
       lstat: async (p: string) => toStat(await lstat(p)),
       lstatMany: makeLstatMany(

@@ -56,6 +56,11 @@ export interface PlatformFs {
   /** Reads `path` only if it is a regular file (a symlink is refused) of at most `maxBytes`. */
   readRegularFile(path: string, maxBytes: number): Promise<RegularFileRead>;
   readTextFile(path: string): Promise<string>;
+  /**
+   * Up to `length` bytes of the regular file `path` (not a symlink, FIFO or device) from `offset`, or from its end
+   * when `offset` is negative, with the file's size: the ledger reads the heads of files it must not read whole.
+   */
+  readRange(path: string, offset: number, length: number): Promise<{ size: number; bytes: Uint8Array }>;
   /** Writes beside `path`, then renames over it: readers never see half a file. */
   writeFileAtomic(path: string, data: string | Uint8Array): Promise<void>;
   /** Creates a directory and its parents; an existing one is fine. */
