@@ -17,6 +17,11 @@ import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
 /** The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals) and 2. */
 export const LEDGER_VERSION = 2;
+/**
+ * Rows after which the ledger asks for the runtime's native hash (deno loads node:crypto for it, ~20 ms once, and
+ * then hashes a row in about half the time): a server this busy gains it back within a few thousand more.
+ */
+const NATIVE_HASH_AFTER = 4096;
 /** `prev` of a file's first row. */
 export const GENESIS = "sha256:" + "0".repeat(64);
 
@@ -105,7 +110,7 @@ export interface LedgerCall {
   readonly risk: RiskClass;
   readonly plugin: { readonly id: string; readonly manifestDigest: string } | null;
   readonly principal: string | null;
-  /** From `hashArgs`. */
+  /** From `argsHash`. */
   readonly argsHash: string;
   readonly decision: "allowed" | "denied";
   readonly reason: string | null;
@@ -123,18 +128,6 @@ export type LedgerIntent = Pick<LedgerCall, "tool" | "risk" | "plugin" | "princi
 export type AppendOutcome = { ok: true } | { ok: false; error: string };
 
 const WRITTEN: AppendOutcome = Object.freeze({ ok: true });
-
-/** `sha256:<hex>` of the arguments' canonical (RFC 8785) JSON; `{}` when there are none. */
-export function hashArgs(args: unknown): string {
-  let text: string;
-  try {
-    text = canonicalJson(args ?? {});
-  } catch {
-    // Not canonicalizable (a non-finite number): still one text per value.
-    text = JSON.stringify(args ?? {}) ?? "";
-  }
-  return "sha256:" + platform().sha256Hex(text);
-}
 
 function nullableString(value: string | null): string {
   return value === null ? "null" : JSON.stringify(value);
@@ -180,6 +173,18 @@ export class Ledger {
   constructor(dir: string, openFile: OpenAppendOnly = (p) => platform().fs.createAppendOnly(p)) {
     this.#dir = dir;
     this.#openFile = openFile;
+  }
+
+  /** `sha256:<hex>` of the arguments' canonical (RFC 8785) JSON; `{}` when there are none. */
+  argsHash(args: unknown): string {
+    let text: string;
+    try {
+      text = canonicalJson(args ?? {});
+    } catch {
+      // Not canonicalizable (a non-finite number): still one text per value.
+      text = JSON.stringify(args ?? {}) ?? "";
+    }
+    return "sha256:" + platform().sha256Hex(text);
   }
 
   /**
@@ -292,6 +297,7 @@ export class Ledger {
       return batch.resolve(this.#broken!);
     }
     this.#unhashed = line;
+    if (this.#seq >= NATIVE_HASH_AFTER) platform().preferNativeHash();
     batch.resolve(WRITTEN);
   }
 

@@ -4,7 +4,7 @@
 import { type CallOptions, type CallResult, errorResult, runTool } from "./call.ts";
 import type { CatalogEntry } from "./catalog.ts";
 import { type ErrorCode, problem } from "./errors.ts";
-import { hashArgs, type Ledger } from "./ledger.ts";
+import type { Ledger } from "./ledger.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
 /** What the operator allows. */
@@ -71,7 +71,7 @@ export function governedCall(
   const started = performance.now();
   const { ledger, policy } = options;
   const refusal = decide(policy, tool);
-  const argsHash = hashArgs(args);
+  const argsHash = ledger.argsHash(args);
   const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
   let intent: number | null = null;
   const record = (result: CallResult): Promise<CallResult> =>

@@ -467,6 +467,8 @@ export function nodePlatform(): Platform {
       });
     },
     // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
+    // node:crypto is loaded already.
+    preferNativeHash: () => {},
     sha256Hex: typeof oneShotHash === "function"
       ? (text: string) => oneShotHash("sha256", text, "hex")
       : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),
