@@ -1,12 +1,14 @@
 // The deployment policy refuses calls by name and code, and every call, run
-// or refused, leaves one hash-chained ledger row that `warden ledger verify`
-// checks; tampering, a torn tail, an absent or unreadable ledger each get
-// their own exit code.
+// or refused, leaves a hash-chained ledger row that `warden ledger verify`
+// checks. Files are anchored to the ones before them and sealed on a clean
+// exit, and gate calls write an intent first, so an edited or removed tail, a
+// deleted file, a crash and a call killed mid-flight are each found and named.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
+import { VERIFY_EXIT } from "../core/ledger.ts";
 import { after, before, describe, it } from "node:test";
 import {
   bwrap,
@@ -14,6 +16,7 @@ import {
   eventually,
   fixtureToolsDir,
   initializeMessage,
+  repoRoot,
   runtimeName,
   runWarden,
   shellQuote,
@@ -615,5 +618,20 @@ describe(`a server killed mid-call (${runtimeName})`, () => {
     ]);
     assert.equal(found.text[0], `Ledger not sealed: 3 rows in 1 file(s), 2 finding(s)`);
     assert.equal(found.text[2], `unfinished: ${name} line 3: ${found.json.findings[1].problem}`);
+  });
+});
+
+describe(`README's ledger section (${runtimeName})`, () => {
+  it("lists every exit code of warden ledger verify, and no other", () => {
+    const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("\n## Risk classes, policy and the ledger\n"));
+    const table = section.split("\n").filter((line) => line.startsWith("| ")).slice(2);
+    const documented = table.map((line) => line.split("|").map((cell) => cell.trim())).map((
+      [, code, finding],
+    ) => [finding === "(absent)" ? "absent" : finding.replace(/`/g, ""), Number(code)]);
+    assert.deepEqual(
+      Object.fromEntries(documented),
+      VERIFY_EXIT,
+    );
   });
 });
