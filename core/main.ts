@@ -200,8 +200,9 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
-      // The seal is the ledger file's last row: a clean exit, as against a crash.
-      shutdown: () => plugins.stop().finally(() => ledger.seal()),
+      // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
+      // exits on a deadline, and after the rows of the calls stopped by the end of input.
+      shutdown: () => ledger.seal().finally(plugins.stop),
     });
     const explicitRoots = argv.includes("--root") || argv.some((a) => a.startsWith("--root=")) ||
       !!platform().env("WARDEN_ROOTS");
@@ -238,8 +239,8 @@ async function main(argv: readonly string[]): Promise<number> {
     if (command === "call") return await callCommand(env, args);
     return await catalogCommand(env, args);
   } finally {
-    await plugins.stop();
     await ledger.seal();
+    await plugins.stop();
   }
 }
 

@@ -588,6 +588,13 @@ describe(`a server killed mid-call (${runtimeName})`, () => {
         params: { name: "fixture_gate", arguments: { argv: ["sleep", seconds] } },
       });
       assert.ok(await eventually(() => sleeping().length > 0, 10_000), "the gate call's program started");
+      // While the server runs, its open file and the call in flight are no finding.
+      const running = await verify(ledger);
+      assert.equal(running.code, 0, running.text.join("\n"));
+      assert.deepEqual(running.json.notes, [{
+        file: readdirSync(ledger)[0],
+        note: `not sealed yet: its process (pid ${raw.pid}) is running`,
+      }]);
       raw.kill();
       await raw.exited();
     } finally {
