@@ -22,6 +22,8 @@ export const LEDGER_VERSION = 2;
  * then hashes a row in about half the time): a server this busy gains it back within a few thousand more.
  */
 const NATIVE_HASH_AFTER = 4096;
+/** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
+const UNCHANGED_MARGIN_MS = 2000;
 /** `prev` of a file's first row. */
 export const GENESIS = "sha256:" + "0".repeat(64);
 
@@ -233,8 +235,10 @@ export class Ledger {
     if (this.#seq === 0) {
       // Seq 1 is the anchor, written with the first batch once the heads are read.
       this.#seq = 1;
+      // The anchor's time is when it began to read the heads: a later anchor trusts it to skip older files.
+      const time = this.#now();
       this.#anchor = this.#readHeads().then((heads) =>
-        canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time: this.#now(), v: 2 })
+        canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time, v: 2 })
       );
     }
     return ++this.#seq;
@@ -342,41 +346,42 @@ export class Ledger {
   }
 
   /**
-   * The heads of the ledger files already in the directory. Files whose head
-   * the newest anchor already holds are left to it: that anchor is committed
-   * to through its own file's head, so each anchor stays as small as the
-   * files that changed since the last one.
+   * The heads of the ledger files already in the directory. A file whose head
+   * the newest anchor already holds is left to it, and so is one last written
+   * well before that anchor was begun (its head then is its head now): that
+   * anchor, or one it names, commits to it, and this one commits to that
+   * anchor through its file's head. So each anchor lists only the files that
+   * changed since the last one, and only those are read.
    */
   async #readHeads(): Promise<Head[]> {
     const names = await ledgerFiles(this.#dir);
-    const found: (Head | undefined)[] = new Array(names.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < names.length) {
-        const i = next++;
-        // A file gone or unreadable since the listing is left out: verify reports what is wrong with it.
-        found[i] = await readHead(path.join(this.#dir, names[i])).then(
-          (head) => ({ file: names[i], ...head }),
-          () => undefined,
-        );
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(8, names.length) }, worker));
-    const heads = found.filter((head) => head !== undefined);
     let held = new Map<string, Head>();
     let newest: string | undefined;
+    let unchangedBefore = -Infinity;
     for (const name of names.slice(-3).reverse()) {
       const anchor = await readAnchor(path.join(this.#dir, name));
       if (anchor) {
         held = new Map(anchor.heads.map((h) => [h.file, h]));
         newest = name;
+        unchangedBefore = Date.parse(anchor.time) - UNCHANGED_MARGIN_MS;
         break;
       }
     }
-    return heads.filter((h) => {
-      const known = held.get(h.file);
-      return h.file === newest || known?.seq !== h.seq || known.hash !== h.hash;
-    });
+    const heads: Head[] = [];
+    for (const name of names) {
+      const file = path.join(this.#dir, name);
+      if (name !== newest && (platform().fs.lstatSync(file)?.mtimeMs ?? -Infinity) < unchangedBefore) continue;
+      let head: { seq: number; hash: string };
+      try {
+        head = await readHead(file);
+      } catch {
+        // Gone or unreadable since the listing: verify reports what is wrong with it.
+        continue;
+      }
+      const known = held.get(name);
+      if (name === newest || known?.seq !== head.seq || known.hash !== head.hash) heads.push({ file: name, ...head });
+    }
+    return heads;
   }
 
   /** The time as toISOString writes it, formatting the date part once a second. */

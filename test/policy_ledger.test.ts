@@ -5,7 +5,7 @@
 // deleted file, a crash and a call killed mid-flight are each found and named.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { VERIFY_EXIT } from "../core/ledger.ts";
@@ -415,6 +415,42 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
       notes: [],
     });
     assert.deepEqual(text, [`Ledger intact: ${a.length + b.length + c.length} rows in 3 file(s)`]);
+  });
+
+  it("commits again to a file that grew after the last anchor", async () => {
+    const dir = path.join(work.dir, "grown");
+    const env = { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: dir };
+    const first = await runWarden(["call", "fixture_echo", "--arg", "text=0"], { env });
+    assert.equal(first.code, 0, first.stderr);
+    const running = await connect({ env });
+    try {
+      await running.client.callTool({ name: "fixture_echo", arguments: { text: "1" } });
+      const second = await runWarden(["call", "fixture_echo", "--arg", "text=2"], { env });
+      assert.equal(second.code, 0, second.stderr);
+      // The server's file grows after the second process anchored it.
+      await running.client.callTool({ name: "fixture_echo", arguments: { text: "3" } });
+      // The first file, last written an hour ago as far as its time says: the next anchor need not read it.
+      const hourAgo = new Date(Date.now() - 3_600_000);
+      utimesSync(path.join(dir, readdirSync(dir).sort()[0]), hourAgo, hourAgo);
+      const third = await runWarden(["call", "fixture_echo", "--arg", "text=4"], { env });
+      assert.equal(third.code, 0, third.stderr);
+      const [, server, twice, thrice] = readdirSync(dir).sort();
+      const anchorOf = (name: string) => JSON.parse(linesOf(path.join(dir, name))[0]).heads;
+      const head = (name: string) => {
+        const lines = linesOf(path.join(dir, name));
+        return { file: name, hash: sha256(lines.at(-1)!), seq: lines.length };
+      };
+      const serverLines = linesOf(path.join(dir, server));
+      // The server's anchor named the first file, so the second process leaves it out and names the server's file.
+      assert.deepEqual(anchorOf(twice), [{ file: server, hash: sha256(serverLines[1]), seq: 2 }]);
+      // The server's file has grown since: named again at its new head, with the newest file. The first file is not:
+      // it is in the server's anchor, and its time says it has not changed since.
+      assert.deepEqual(anchorOf(thrice), [head(server), head(twice)]);
+    } finally {
+      await running.close();
+    }
+    const found = await verify(dir);
+    assert.equal(found.code, 0, found.text.join("\n"));
   });
 
   it("finds an edited last row: of an older file through the next anchor, of the newest through its seal", async () => {

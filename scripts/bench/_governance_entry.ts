@@ -164,15 +164,30 @@ async function inProcess(ledgerDir: string, rootDir: string, callsText: string, 
     return median(blocks);
   }
 
-  /** Median over blocks of the CPU time per call, everything `work` does counted. */
-  async function cpuPerCall(work: () => unknown, n: number): Promise<number> {
-    const blocks: number[] = [];
-    for (let b = 0; b < 10; b++) {
-      const started = cpuNow();
-      for (let i = 0; i < n / 10; i++) await work();
-      blocks.push((cpuNow() - started) / (n / 10));
+  /**
+   * CPU time per call of each variant, everything its `work` does counted, in
+   * short blocks taken in turn, so that whatever else the machine runs falls
+   * on all of them alike; medians over blocks, and the median of each block's
+   * difference with the variant before it (paired, steadier than a difference of medians).
+   */
+  async function cpuPerCall(variants: Record<string, () => unknown>, blocks: number, n = 300) {
+    const names = Object.keys(variants);
+    const per: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
+    for (let b = 0; b < blocks; b++) {
+      for (const name of names) {
+        const work = variants[name];
+        const started = cpuNow();
+        for (let i = 0; i < n; i++) await work();
+        per[name].push((cpuNow() - started) / n);
+      }
     }
-    return median(blocks);
+    const added = Object.fromEntries(
+      names.slice(1).map((name, i) => [
+        name,
+        median(per[name].map((value, b) => value - per[names[i]][b])),
+      ]),
+    );
+    return { perCall: Object.fromEntries(names.map((name) => [name, median(per[name])])), added };
   }
 
   const governedWith = (l: Ledger, tool = readEcho) => {
@@ -195,25 +210,20 @@ async function inProcess(ledgerDir: string, rootDir: string, callsText: string, 
   const bare: number[] = [];
   const governed: number[] = [];
   const settled: number[] = [];
-  const cpu = {
-    bare: [] as number[],
-    policy: [] as number[],
-    noWrite: [] as number[],
-    ledger: [] as number[],
-    gate: [] as number[],
-  };
   for (let round = 0; round < 5; round++) {
     bare.push(await perCall(bareEcho, calls));
     governed.push(await perCall(governedEcho, calls, settle));
     // The same, with the row's hash counted too: all the ledger costs the process.
     settled.push(await perCall(() => governedEcho().then(settle), calls));
-    // CPU time, which a busy machine inflates less than wall time: no ledger, the ledger without its write, with it.
-    cpu.bare.push(await cpuPerCall(bareEcho, calls));
-    cpu.policy.push(await cpuPerCall(unrecorded, calls));
-    cpu.noWrite.push(await cpuPerCall(() => nullEcho().then(settleNull), calls));
-    cpu.ledger.push(await cpuPerCall(() => governedEcho().then(settle), calls));
-    cpu.gate.push(await cpuPerCall(() => gateEcho().then(settle), calls));
   }
+  // CPU time, which a busy machine inflates less than wall time: no ledger, the ledger without its write, with it,
+  // and a gate call (its intent row besides).
+  const cpu = await cpuPerCall({
+    policy: unrecorded,
+    noWrite: () => nullEcho().then(settleNull),
+    ledger: () => governedEcho().then(settle),
+    gate: () => gateEcho().then(settle),
+  }, Math.max(20, Math.round((5 * calls) / 300)));
 
   // 64 calls in flight, each worker starting its next call when one ends: rows per write.
   const inFlight = async (work: () => Promise<CallResult>, n: number): Promise<number> => {
@@ -250,7 +260,7 @@ async function inProcess(ledgerDir: string, rootDir: string, callsText: string, 
     runToolUs: median(bare),
     governedUs: median(governed),
     governedWithHashUs: median(settled),
-    cpu: Object.fromEntries(Object.entries(cpu).map(([key, values]) => [key, median(values)])),
+    cpu,
     rowsPerWrite,
     spawnMs: median(viaSpawner),
     execFileMs: median(viaExecFile),

@@ -177,17 +177,17 @@ for (const runtime of ["node", "deno"]) {
     const cpuUs = (list) => median(list.map((m) => m.cpuUs));
     ledgerRows.push([
       runtime,
-      (result.cpu.noWrite - result.cpu.policy).toFixed(2),
-      (result.cpu.ledger - result.cpu.noWrite).toFixed(2),
-      (result.cpu.gate - result.cpu.ledger).toFixed(2),
+      result.cpu.added.noWrite.toFixed(2),
+      result.cpu.added.ledger.toFixed(2),
+      result.cpu.added.gate.toFixed(2),
       result.rowsPerWrite.toFixed(1),
       median(serverRowsPerWrite).toFixed(1),
       rate(without).toFixed(0),
       rate(withLedger).toFixed(0),
-      `${(rate(withLedger) / rate(without)).toFixed(2)}×`,
+      `${median(withLedger.map((m, i) => m.rate / without[i].rate)).toFixed(2)}×`,
       cpuUs(without).toFixed(1),
       cpuUs(withLedger).toFixed(1),
-      `${(cpuUs(without) / cpuUs(withLedger)).toFixed(2)}×`,
+      `${median(withLedger.map((m, i) => without[i].cpuUs / m.cpuUs)).toFixed(2)}×`,
       `${flags.runs} × 3 × ${flags.inflight}`,
     ]);
   } finally {
@@ -235,5 +235,5 @@ print(markdownTable(
   ledgerRows,
 ));
 print(
-  "\nCPU time (user and system, `process.cpuUsage`) per call, one call at a time, in-process; a busy shared machine inflates it less than wall time. Own CPU: a trivial call with the ledger writing to a file that discards its text, its row's hash included, less the same call with no ledger (target ≤ 5 µs). Its write: the same with the real file, less the discarding one. Intent row: what a gate call adds, its intent written before the tool runs (a second row, and a second write when calls come one at a time). Rows per write: in-process, 64 calls in flight. Throughput: a stdio server of one trivial read tool (the bench entry's `serve` mode), 64 calls in flight, with the ledger against the same server with none; median of three passes per run, median over runs (target ≥ 0.9×). The server's own CPU time per call in the same passes (read through a second tool), and the throughput it allows: the steadier figure on a shared machine, where wall time depends on who else runs. Every server's file is sealed and the directory verifies intact.",
+  "\nCPU time (user and system, `process.cpuUsage`) per call, one call at a time, in-process, in blocks of 300 calls taken in turn; each figure is the median over blocks of the difference with the variant before it. A busy shared machine inflates CPU time less than wall time. Own CPU: a trivial call with the ledger writing to a file that discards its text, its row's hash included, less the same call with no ledger (target ≤ 5 µs). Its write: the same with the real file, less the discarding one. Intent row: what a gate call adds, its intent written before the tool runs (a second row, and a second write when calls come one at a time). Rows per write: in-process, 64 calls in flight. Throughput: a stdio server of one trivial read tool (the bench entry's `serve` mode), 64 calls in flight, with the ledger against the same server with none; median of three passes per server; the ratios are medians over runs of each run's ratio (target ≥ 0.9×). The server's own CPU time per call in the same passes (read through a second tool), and the throughput it allows: the steadier figure on a shared machine, where wall time depends on who else runs. Every server's file is sealed and the directory verifies intact.",
 );
