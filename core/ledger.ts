@@ -598,18 +598,6 @@ function scanFile(name: string, text: string, findings: Finding[]): Scanned {
   return file;
 }
 
-/** Whether process `pid` runs on this machine (a ledger file without a seal is either still written or a crash). */
-async function running(pid: number): Promise<boolean> {
-  // node:process only here: verify is a shell command, and the server must not load deno's node layer.
-  const { default: process } = await import("node:process");
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === "EPERM";
-  }
-}
-
 /** Walks every ledger file of `dir`: each chain row by row, then the anchors, seals and intents across files. */
 export async function verifyLedger(dir: string): Promise<VerifyReport> {
   let names: string[];
@@ -682,7 +670,7 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
       continue;
     }
     const unsealed = !file.sealed;
-    if (unsealed && file.pid !== undefined && await running(file.pid)) {
+    if (unsealed && file.pid !== undefined && await platform().processRunning(file.pid)) {
       notes.push({ file: file.name, note: `not sealed yet: its process (pid ${file.pid}) is running` });
       continue;
     }

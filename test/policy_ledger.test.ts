@@ -365,11 +365,17 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
     ledger = path.join(work.dir, "ledger");
     const env = { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger };
     // Three processes, one after another: a server, a shell call, a server.
-    const first = await connect({ env, args: ["--root", `default=${work.dir}`] });
+    mkdirSync(path.join(work.dir, "out"));
+    const first = await connect({
+      env,
+      args: ["--root", `default=${work.dir}`, "--root", `out=${path.join(work.dir, "out")}`],
+    });
     try {
       for (const text of ["a", "b"]) await first.client.callTool({ name: "fixture_echo", arguments: { text } });
       const gate = await first.client.callTool({ name: "fixture_gate", arguments: { argv: ["sh", "-c", "exit 0"] } });
       assert.equal(gate.isError, undefined, textOf(gate));
+      const external = await first.client.callTool({ name: "fixture_egress", arguments: {} });
+      assert.equal(textOf(external), "nothing to do");
     } finally {
       await first.close();
     }
@@ -401,10 +407,12 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
     assert.deepEqual(JSON.parse(b[0]).heads, [head(a, names[0])], "the second commits to the first's seal");
     // The first file has not changed since the second's anchor: the third commits to it through the second.
     assert.deepEqual(JSON.parse(c[0]).heads, [head(b, names[1])]);
-    const gateRows = a.map((l) => JSON.parse(l)).filter((r) => r.tool === "fixture_gate");
-    assert.deepEqual(gateRows.map((r) => r.kind), ["intent", "call"], "a gate call writes its intent first");
-    assert.equal(gateRows[1].intent, gateRows[0].seq);
-    assert.equal(gateRows[1].argsHash, gateRows[0].argsHash);
+    for (const tool of ["fixture_gate", "fixture_egress"]) {
+      const rows = a.map((l) => JSON.parse(l)).filter((r) => r.tool === tool);
+      assert.deepEqual(rows.map((r) => r.kind), ["intent", "call"], `${tool} writes its intent before it runs`);
+      assert.equal(rows[1].intent, rows[0].seq);
+      assert.equal(rows[1].argsHash, rows[0].argsHash);
+    }
     const { code, json, text } = await verify(ledger);
     assert.equal(code, 0, text.join("\n"));
     assert.deepEqual(json, {

@@ -340,6 +340,16 @@ export function denoPlatform(): Platform {
         onEnd();
       })();
     },
+    async processRunning(pid: number) {
+      // Deno.kill takes no signal 0; node:process does. Loaded here only, for the shell command that asks.
+      const { default: process } = await import("node:process");
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (error) {
+        return (error as { code?: string }).code === "EPERM";
+      }
+    },
     onInterrupt(handler: () => void) {
       Deno.addSignalListener("SIGINT", handler);
       return () => Deno.removeSignalListener("SIGINT", handler);

@@ -348,6 +348,14 @@ export function nodePlatform(): Platform {
       process.stdin.on("error", end);
       process.stdout.on("error", end);
     },
+    processRunning(pid: number) {
+      try {
+        process.kill(pid, 0);
+        return Promise.resolve(true);
+      } catch (error) {
+        return Promise.resolve((error as { code?: string }).code === "EPERM");
+      }
+    },
     onInterrupt(handler: () => void) {
       process.on("SIGINT", handler);
       return () => void process.off("SIGINT", handler);

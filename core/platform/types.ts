@@ -143,6 +143,8 @@ export interface Platform {
   env(name: string): string | undefined;
   cwd(): string;
   pid(): number;
+  /** Whether a process with this id runs on this machine (signal 0; permission denied counts as running). */
+  processRunning(pid: number): Promise<boolean>;
   /** Synchronous, so that a line is whole on the pipe before the next begins. */
   writeStdout(text: string): void;
   writeStderr(text: string): void;
