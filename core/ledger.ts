@@ -506,8 +506,10 @@ export interface VerifyReport {
 /** One file as read by verify. */
 interface Scanned {
   readonly name: string;
-  /** The hash of each intact row, by seq - 1. */
-  readonly hashes: string[];
+  /** Intact rows read. */
+  rows: number;
+  /** The hash of each row some anchor names, by seq. */
+  readonly hashes: Map<number, string>;
   version: 1 | 2 | undefined;
   anchor: readonly Head[] | undefined;
   sealed: boolean;
@@ -526,10 +528,16 @@ function describeRow(row: LedgerRow): string {
 }
 
 /** Checks one file's chain row by row; adds what is wrong to `findings`. */
-function scanFile(name: string, text: string, findings: Finding[]): Scanned {
+function scanFile(
+  name: string,
+  text: string,
+  findings: Finding[],
+  wanted: ReadonlySet<number> | undefined,
+): Scanned {
   const file: Scanned = {
     name,
-    hashes: [],
+    rows: 0,
+    hashes: new Map(),
     version: undefined,
     anchor: undefined,
     sealed: false,
@@ -589,7 +597,8 @@ function scanFile(name: string, text: string, findings: Finding[]): Scanned {
     }
     file.pid ??= row.pid;
     prev = "sha256:" + platform().sha256Hex(line);
-    file.hashes.push(prev);
+    file.rows++;
+    if (wanted?.has(row.seq)) file.hashes.set(row.seq, prev);
     file.last = { line: i + 1, row };
   }
   if (torn) {
@@ -618,6 +627,13 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
   const findings: Finding[] = [];
   const notes: { file: string; note: string }[] = [];
   const scanned = new Map<string, Scanned>();
+  // The rows the anchors name, read first (each a file's first line), so that only their hashes are kept.
+  const wanted = new Map<string, Set<number>>();
+  for (const name of names) {
+    for (const head of (await readAnchor(path.join(dir, name)))?.heads ?? []) {
+      wanted.set(head.file, (wanted.get(head.file) ?? new Set()).add(head.seq));
+    }
+  }
   let rows = 0;
   for (const name of names) {
     let text: string;
@@ -627,8 +643,8 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
       findings.push({ kind: "unreadable", file: name, line: 0, problem: messageOf(error) });
       continue;
     }
-    const file = scanFile(name, text, findings);
-    rows += file.hashes.length;
+    const file = scanFile(name, text, findings, wanted.get(name));
+    rows += file.rows;
     scanned.set(name, file);
   }
   for (const file of scanned.values()) {
@@ -646,14 +662,14 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
         }
       } else if (target.bad) {
         // Its own finding says why.
-      } else if (target.hashes.length < head.seq) {
+      } else if (target.rows < head.seq) {
         findings.push({
           kind: "truncated",
           file: head.file,
-          line: target.hashes.length + 1,
-          problem: `rows ${target.hashes.length + 1} to ${head.seq} were removed; ${by} its row ${head.seq}`,
+          line: target.rows + 1,
+          problem: `rows ${target.rows + 1} to ${head.seq} were removed; ${by} its row ${head.seq}`,
         });
-      } else if (head.seq > 0 && target.hashes[head.seq - 1] !== head.hash) {
+      } else if (head.seq > 0 && target.hashes.get(head.seq) !== head.hash) {
         findings.push({
           kind: "broken",
           file: head.file,
