@@ -1,9 +1,13 @@
-// The call ledger: one append-only, hash-chained JSONL row per tools/call.
-// Each server process writes its own file (<dir>/<started>-<pid>.jsonl), so
-// concurrent servers never interleave rows and no lock is needed; each row
-// carries `prev`, the sha256 of the previous row's exact line, so an edited,
-// removed or reordered row breaks the chain. Arguments are never written,
-// only their hash.
+// The call ledger: append-only, hash-chained JSONL. Each server process writes
+// its own file (<dir>/<started>-<pid>.jsonl), so concurrent servers never
+// interleave rows and no lock is needed. Each row carries `prev`, the sha256
+// of the previous row's exact line, so an edited, removed or reordered row
+// breaks the chain. The chains are anchored across files: a file's first row
+// commits to the heads (name, last seq, last row hash) of the files it found,
+// and a clean exit seals the file with a last row, so a removed tail or a
+// deleted file is found too. A `gate` or `external-side-effect` call writes an
+// intent row before its tool runs, so a crash during it leaves a call that
+// never finished. Arguments are never written, only their hash.
 import * as v from "valibot";
 import path from "node:path";
 import { canonicalJson } from "./canonical_json.ts";
@@ -11,21 +15,27 @@ import { messageOf, problem, WardenError } from "./errors.ts";
 import { type AppendOnlyFile, platform } from "./platform/mod.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
-export const LEDGER_VERSION = 1;
+/** The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals) and 2. */
+export const LEDGER_VERSION = 2;
+/**
+ * Rows after which the ledger asks for the runtime's native hash (deno loads node:crypto for it, ~20 ms once, and
+ * then hashes a row in about half the time): a server this busy gains it back within a few thousand more.
+ */
+const NATIVE_HASH_AFTER = 4096;
+/** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
+const UNCHANGED_MARGIN_MS = 2000;
 /** `prev` of a file's first row. */
 export const GENESIS = "sha256:" + "0".repeat(64);
 
 const Digest = v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/));
-
-/** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
-export const LedgerRowSchema = v.strictObject({
-  v: v.literal(LEDGER_VERSION),
-  seq: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  time: v.pipe(v.string(), v.isoTimestamp()),
-  pid: v.number(),
+const Seq = v.pipe(v.number(), v.integer(), v.minValue(1));
+const Time = v.pipe(v.string(), v.isoTimestamp());
+const Risk = v.picklist(RISK_CLASSES as [RiskClass, ...RiskClass[]]);
+const Plugin = v.nullable(v.strictObject({ id: v.string(), manifestDigest: Digest }));
+const callFields = {
   tool: v.string(),
-  risk: v.picklist(RISK_CLASSES as [RiskClass, ...RiskClass[]]),
-  plugin: v.nullable(v.strictObject({ id: v.string(), manifestDigest: Digest })),
+  risk: Risk,
+  plugin: Plugin,
   principal: v.nullable(v.string()),
   argsHash: Digest,
   decision: v.picklist(["allowed", "denied"]),
@@ -33,70 +43,279 @@ export const LedgerRowSchema = v.strictObject({
   outcome: v.picklist(["ok", "error", "denied"]),
   errorCode: v.nullable(v.string()),
   durationMs: v.number(),
+};
+
+/** A row of a version 1 ledger: a call, without kind, anchor or seal. */
+const V1Row = v.strictObject({ v: v.literal(1), seq: Seq, time: Time, pid: v.number(), ...callFields, prev: Digest });
+/** A call, run or refused; `intent` is the seq of its intent row, when it has one. */
+const CallRow = v.strictObject({
+  v: v.literal(2),
+  kind: v.literal("call"),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
+  ...callFields,
+  intent: v.nullable(Seq),
+  prev: Digest,
+});
+/** Written before a gate or external-side-effect tool runs; the call row that ends it names its seq. */
+const IntentRow = v.strictObject({
+  v: v.literal(2),
+  kind: v.literal("intent"),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
+  tool: v.string(),
+  risk: Risk,
+  plugin: Plugin,
+  principal: v.nullable(v.string()),
+  argsHash: Digest,
+  prev: Digest,
+});
+/** Where another file ended when this process started: its last complete row (seq 0 and GENESIS when it had none). */
+const Head = v.strictObject({
+  file: v.pipe(v.string(), v.regex(/^[^/\\]+\.jsonl$/)),
+  seq: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  hash: Digest,
+});
+/** A file's first row: the heads it commits to. */
+const AnchorRow = v.strictObject({
+  v: v.literal(2),
+  kind: v.literal("anchor"),
+  seq: v.literal(1),
+  time: Time,
+  pid: v.number(),
+  heads: v.array(Head),
+  prev: v.literal(GENESIS),
+});
+/** A file's last row, written on a clean exit. */
+const SealRow = v.strictObject({
+  v: v.literal(2),
+  kind: v.literal("seal"),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
   prev: Digest,
 });
 
+const V2_ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow } as const;
+
+/** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
+export const LedgerRowSchema = v.union([v.variant("kind", [AnchorRow, CallRow, IntentRow, SealRow]), V1Row]);
+
 export type LedgerRow = v.InferOutput<typeof LedgerRowSchema>;
-/** What the caller says about a call; the ledger adds seq, time, pid and prev. */
-export type LedgerEntry = Omit<LedgerRow, "v" | "seq" | "time" | "pid" | "prev" | "argsHash"> & { args: unknown };
+type Head = v.InferOutput<typeof Head>;
+
+/** What the caller says about a finished call; the ledger adds seq, time, pid and prev. */
+export interface LedgerCall {
+  readonly tool: string;
+  readonly risk: RiskClass;
+  readonly plugin: { readonly id: string; readonly manifestDigest: string } | null;
+  readonly principal: string | null;
+  /** From `argsHash`. */
+  readonly argsHash: string;
+  readonly decision: "allowed" | "denied";
+  readonly reason: string | null;
+  readonly outcome: "ok" | "error" | "denied";
+  readonly errorCode: string | null;
+  readonly durationMs: number;
+  /** The seq of the call's intent row, or null. */
+  readonly intent: number | null;
+}
+
+/** What an intent row says: who calls which tool with what, before it runs. */
+export type LedgerIntent = Pick<LedgerCall, "tool" | "risk" | "plugin" | "principal" | "argsHash">;
+
+/** The outcome of an append: written, or why not (reported in the call's result). */
+export type AppendOutcome = { ok: true } | { ok: false; error: string };
+
+const WRITTEN: AppendOutcome = Object.freeze({ ok: true });
 
 function nullableString(value: string | null): string {
   return value === null ? "null" : JSON.stringify(value);
 }
 
-/** The outcome of an append: written, or why not (reported in the call's result). */
-export type AppendOutcome = { ok: true } | { ok: false; error: string };
+function pluginField(plugin: LedgerCall["plugin"]): string {
+  return plugin
+    ? `{"id":${JSON.stringify(plugin.id)},"manifestDigest":${JSON.stringify(plugin.manifestDigest)}}`
+    : "null";
+}
 
-/** This process's ledger file, opened on the first row. */
+/** Rows queued in one turn, written with one append; every call in it waits on `done`. */
+interface Batch {
+  readonly done: Promise<AppendOutcome>;
+  readonly resolve: (outcome: AppendOutcome) => void;
+}
+
+/** How the ledger opens its file; the bench swaps it to time the ledger without its write. */
+export type OpenAppendOnly = (path: string) => AppendOnlyFile;
+
+/** This process's ledger file, opened (and anchored) when the first row is written. */
 export class Ledger {
   readonly #dir: string;
+  readonly #openFile: OpenAppendOnly;
   #file: AppendOnlyFile | undefined;
   #prev = GENESIS;
   /** The last row written whose hash (the next row's `prev`) is not yet computed. */
   #unhashed: string | undefined;
+  /** The last seq given out (rows are written in seq order). */
   #seq = 0;
-  #broken: string | undefined;
-  /** `"pid":<pid>,"plugin":`, the same on every row of this process. */
-  readonly #pidField = `,"pid":${platform().pid()},"plugin":`;
+  #broken: AppendOutcome | undefined;
+  #sealed = false;
+  /** Queued rows, each as the text before and after its `prev`. */
+  #queue: string[] = [];
+  #batch: Batch | undefined;
+  /** The anchor row, once the heads of the other files are read; started by the first row. */
+  #anchor: Promise<string> | undefined;
+  #anchorLine: string | undefined;
+  readonly #pid = platform().pid();
   #second = -1;
   #secondPrefix = "";
 
-  constructor(dir: string) {
+  constructor(dir: string, openFile: OpenAppendOnly = (p) => platform().fs.createAppendOnly(p)) {
     this.#dir = dir;
+    this.#openFile = openFile;
+  }
+
+  /** `sha256:<hex>` of the arguments' canonical (RFC 8785) JSON; `{}` when there are none. */
+  argsHash(args: unknown): string {
+    let text: string;
+    try {
+      text = canonicalJson(args ?? {});
+    } catch {
+      // Not canonicalizable (a non-finite number): still one text per value.
+      text = JSON.stringify(args ?? {}) ?? "";
+    }
+    return "sha256:" + platform().sha256Hex(text);
   }
 
   /**
-   * Appends one row, synchronously, before the call's result goes out. The
-   * hash of the row, which only the next row needs, is left to `settle`.
+   * Queues a finished call's row. The promise, shared by the rows of one
+   * turn, resolves once they are written with one append (or could not be):
+   * the call's result waits on it, and reports a row that was not written.
    */
-  append(entry: LedgerEntry): AppendOutcome {
-    if (this.#broken) return { ok: false, error: this.#broken };
-    let argsHash: string;
-    try {
-      argsHash = platform().sha256Hex(canonicalJson(entry.args ?? {}));
-    } catch {
-      argsHash = platform().sha256Hex(JSON.stringify(entry.args ?? {}) ?? "");
+  call(entry: LedgerCall): Promise<AppendOutcome> {
+    if (this.#broken) return Promise.resolve(this.#broken);
+    const seq = this.#next();
+    this.#queue.push(
+      `{"argsHash":"${entry.argsHash}","decision":"${entry.decision}","durationMs":${
+        String(entry.durationMs)
+      },"errorCode":${nullableString(entry.errorCode)},"intent":${
+        entry.intent === null ? "null" : String(entry.intent)
+      },"kind":"call","outcome":"${entry.outcome}","pid":${this.#pid},"plugin":${pluginField(entry.plugin)},"prev":"`,
+      `","principal":${nullableString(entry.principal)},"reason":${
+        nullableString(entry.reason)
+      },"risk":"${entry.risk}","seq":${seq},"time":"${this.#now()}","tool":${JSON.stringify(entry.tool)},"v":2}`,
+    );
+    return this.#schedule();
+  }
+
+  /** Queues an intent row; its seq goes into the call's row, and the tool runs once `written` resolves. */
+  intent(entry: LedgerIntent): { seq: number; written: Promise<AppendOutcome> } {
+    if (this.#broken) return { seq: 0, written: Promise.resolve(this.#broken) };
+    const seq = this.#next();
+    this.#queue.push(
+      `{"argsHash":"${entry.argsHash}","kind":"intent","pid":${this.#pid},"plugin":${
+        pluginField(entry.plugin)
+      },"prev":"`,
+      `","principal":${
+        nullableString(entry.principal)
+      },"risk":"${entry.risk}","seq":${seq},"time":"${this.#now()}","tool":${JSON.stringify(entry.tool)},"v":2}`,
+    );
+    return { seq, written: this.#schedule() };
+  }
+
+  #next(): number {
+    if (this.#sealed) {
+      this.#broken = {
+        ok: false,
+        error: "the call ledger is sealed (the server is stopping); this call is not recorded",
+      };
     }
+    if (this.#seq === 0) {
+      // Seq 1 is the anchor, written with the first batch once the heads are read.
+      this.#seq = 1;
+      // The anchor's time is when it began to read the heads: a later anchor trusts it to skip older files.
+      const time = this.#now();
+      this.#anchor = this.#readHeads().then((heads) =>
+        canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time, v: 2 })
+      );
+    }
+    return ++this.#seq;
+  }
+
+  #schedule(): Promise<AppendOutcome> {
+    if (this.#broken) {
+      this.#queue.length = 0;
+      return Promise.resolve(this.#broken);
+    }
+    if (this.#batch) return this.#batch.done;
+    let resolve!: (outcome: AppendOutcome) => void;
+    const done = new Promise<AppendOutcome>((r) => (resolve = r));
+    this.#batch = { done, resolve };
+    if (this.#anchorLine !== undefined) {
+      // Behind every reaction already queued: the results ready in this turn join the batch.
+      queueMicrotask(() => this.#flush());
+    } else {
+      this.#anchor!.then(
+        (line) => {
+          this.#anchorLine = line;
+          this.#flush();
+        },
+        (error: unknown) => this.#fail(`the call ledger could not be anchored (${messageOf(error).split("\n")[0]})`),
+      );
+    }
+    return done;
+  }
+
+  /** Writes the queued rows with one append, each chained to the one before. */
+  #flush(): void {
+    const batch = this.#batch!;
+    const parts = this.#queue;
+    this.#batch = undefined;
+    this.#queue = [];
+    if (this.#broken) return batch.resolve(this.#broken);
     this.settle();
-    const line = this.#line(entry, argsHash);
+    let text = "";
+    if (this.#file === undefined) {
+      text = this.#anchorLine + "\n";
+      this.#prev = "sha256:" + platform().sha256Hex(this.#anchorLine!);
+    }
+    const last = parts.length - 2;
+    for (let i = 0; i < last; i += 2) {
+      const line = parts[i] + this.#prev + parts[i + 1];
+      text += line + "\n";
+      this.#prev = "sha256:" + platform().sha256Hex(line);
+    }
+    const line = parts[last] + this.#prev + parts[last + 1];
     try {
       this.#file ??= this.#open();
-      this.#file.append(line + "\n");
+      this.#file.append(text + line + "\n");
     } catch (error) {
       // A failed append may have left part of a line: this file's chain cannot go on.
-      this.#broken = `the call ledger could not be written (${
-        messageOf(error).split("\n")[0]
-      }); later calls are not recorded either`;
-      return { ok: false, error: this.#broken };
+      this.#fail(
+        `the call ledger could not be written (${
+          messageOf(error).split("\n")[0]
+        }); later calls are not recorded either`,
+      );
+      return batch.resolve(this.#broken!);
     }
-    this.#seq++;
     this.#unhashed = line;
-    return { ok: true };
+    if (this.#seq >= NATIVE_HASH_AFTER) platform().preferNativeHash();
+    batch.resolve(WRITTEN);
+  }
+
+  #fail(error: string): void {
+    this.#broken = { ok: false, error };
+    this.#queue = [];
+    const batch = this.#batch;
+    this.#batch = undefined;
+    batch?.resolve(this.#broken);
   }
 
   /**
    * Hashes the last row written, if that is still to do. The transport calls
-   * it once a response is out, so the hash is off the call's path; `append`
+   * it once a response is out, so the hash is off the call's path; a flush
    * calls it too, so a row never waits on anyone else.
    */
   settle(): void {
@@ -106,25 +325,63 @@ export class Ledger {
   }
 
   /**
-   * The row's canonical (RFC 8785) text, written out field by field in sorted
-   * key order: the row's shape is fixed, and building an object for
-   * JSON.stringify cost more than the write. Strings from outside go through
-   * JSON.stringify, which escapes as RFC 8785 does; a test holds each line
-   * equal to canonicalJson of its parse.
+   * Writes the seal, the file's last row, once the rows queued are written;
+   * later rows are refused. Call on a clean exit: a file without a seal reads
+   * as a crash. Nothing is written by a process that wrote no row.
    */
-  #line(entry: LedgerEntry, argsHash: string): string {
-    const plugin = entry.plugin
-      ? `{"id":${JSON.stringify(entry.plugin.id)},"manifestDigest":${JSON.stringify(entry.plugin.manifestDigest)}}`
-      : "null";
-    return `{"argsHash":"sha256:${argsHash}","decision":"${entry.decision}","durationMs":${
-      String(entry.durationMs)
-    },"errorCode":${
-      nullableString(entry.errorCode)
-    },"outcome":"${entry.outcome}"${this.#pidField}${plugin},"prev":"${this.#prev}","principal":${
-      nullableString(entry.principal)
-    },"reason":${nullableString(entry.reason)},"risk":"${entry.risk}","seq":${
-      this.#seq + 1
-    },"time":"${this.#now()}","tool":${JSON.stringify(entry.tool)},"v":${LEDGER_VERSION}}`;
+  async seal(): Promise<void> {
+    while (this.#batch) await this.#batch.done;
+    if (this.#sealed) return;
+    this.#sealed = true;
+    if (this.#file === undefined || this.#broken) return;
+    this.settle();
+    const line = `{"kind":"seal","pid":${this.#pid},"prev":"${this.#prev}","seq":${++this
+      .#seq},"time":"${this.#now()}","v":2}`;
+    try {
+      this.#file.append(line + "\n");
+      this.#file.close();
+    } catch {
+      // Nothing to report it to: verify finds the file unsealed.
+    }
+  }
+
+  /**
+   * The heads of the ledger files already in the directory. A file whose head
+   * the newest anchor already holds is left to it, and so is one last written
+   * well before that anchor was begun (its head then is its head now): that
+   * anchor, or one it names, commits to it, and this one commits to that
+   * anchor through its file's head. So each anchor lists only the files that
+   * changed since the last one, and only those are read.
+   */
+  async #readHeads(): Promise<Head[]> {
+    const names = await ledgerFiles(this.#dir);
+    let held = new Map<string, Head>();
+    let newest: string | undefined;
+    let unchangedBefore = -Infinity;
+    for (const name of names.slice(-3).reverse()) {
+      const anchor = await readAnchor(path.join(this.#dir, name));
+      if (anchor) {
+        held = new Map(anchor.heads.map((h) => [h.file, h]));
+        newest = name;
+        unchangedBefore = Date.parse(anchor.time) - UNCHANGED_MARGIN_MS;
+        break;
+      }
+    }
+    const heads: Head[] = [];
+    for (const name of names) {
+      const file = path.join(this.#dir, name);
+      if (name !== newest && (platform().fs.lstatSync(file)?.mtimeMs ?? -Infinity) < unchangedBefore) continue;
+      let head: { seq: number; hash: string };
+      try {
+        head = await readHead(file);
+      } catch {
+        // Gone or unreadable since the listing: verify reports what is wrong with it.
+        continue;
+      }
+      const known = held.get(name);
+      if (name === newest || known?.seq !== head.seq || known.hash !== head.hash) heads.push({ file: name, ...head });
+    }
+    return heads;
   }
 
   /** The time as toISOString writes it, formatting the date part once a second. */
@@ -141,7 +398,7 @@ export class Ledger {
 
   #open(): AppendOnlyFile {
     const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-    return platform().fs.createAppendOnly(path.join(this.#dir, `${stamp}-${platform().pid()}.jsonl`));
+    return this.#openFile(path.join(this.#dir, `${stamp}-${this.#pid}.jsonl`));
   }
 
   /** Makes sure the directory exists; call at startup. */
@@ -149,88 +406,325 @@ export class Ledger {
     try {
       await platform().fs.mkdir(this.#dir);
     } catch (error) {
-      this.#broken = `the call ledger directory cannot be created (${messageOf(error).split("\n")[0]})`;
+      this.#broken = {
+        ok: false,
+        error: `the call ledger directory cannot be created (${messageOf(error).split("\n")[0]})`,
+      };
     }
-  }
-
-  close(): void {
-    this.#unhashed = undefined;
-    this.#file?.close();
   }
 }
 
-/** Exit codes of `warden ledger verify`, one per finding. */
-export const VERIFY_EXIT = { intact: 0, broken: 3, torn: 4, absent: 5, unreadable: 6 } as const;
+/** The ledger files of `dir`, oldest first (their names start with the time their process started). */
+async function ledgerFiles(dir: string): Promise<string[]> {
+  return (await platform().fs.readDir(dir)).filter((e) => e.kind === "file" && e.name.endsWith(".jsonl")).map((e) =>
+    e.name
+  ).sort();
+}
+
+const decoder = new TextDecoder();
+
+/** The last complete row of a file: its seq and hash; seq 0 when there is none. */
+async function readHead(file: string): Promise<{ seq: number; hash: string }> {
+  for (let window = 4096;; window *= 8) {
+    const { size, bytes } = await platform().fs.readRange(file, -window, window);
+    const end = bytes.lastIndexOf(10);
+    const start = end === -1 ? -1 : bytes.lastIndexOf(10, end - 1);
+    if (start === -1 && bytes.length < size) continue;
+    if (end === -1) return { seq: 0, hash: GENESIS };
+    const line = decoder.decode(bytes.subarray(start + 1, end));
+    let seq = 0;
+    try {
+      const parsed = JSON.parse(line)?.seq;
+      if (Number.isSafeInteger(parsed) && parsed > 0) seq = parsed;
+    } catch {
+      // A damaged row is still committed to by its hash; verify reports the damage.
+    }
+    return { seq, hash: "sha256:" + platform().sha256Hex(line) };
+  }
+}
+
+/** The anchor a file starts with, or undefined (a version 1 file, or one not yet anchored). */
+async function readAnchor(file: string): Promise<v.InferOutput<typeof AnchorRow> | undefined> {
+  try {
+    for (let window = 4096;; window *= 8) {
+      const { size, bytes } = await platform().fs.readRange(file, 0, window);
+      const end = bytes.indexOf(10);
+      if (end === -1 && bytes.length < size) continue;
+      if (end === -1) return undefined;
+      const parsed = v.safeParse(AnchorRow, JSON.parse(decoder.decode(bytes.subarray(0, end))));
+      return parsed.success ? parsed.output : undefined;
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** Exit codes of `warden ledger verify`: 0 intact, else that of the most severe finding. */
+export const VERIFY_EXIT = {
+  intact: 0,
+  broken: 3,
+  torn: 4,
+  absent: 5,
+  unreadable: 6,
+  missing: 7,
+  truncated: 8,
+  unsealed: 9,
+  unfinished: 10,
+} as const;
+
+type FindingKind = Exclude<keyof typeof VERIFY_EXIT, "intact" | "absent">;
+/** Most severe first: tampering, then what a crash leaves. */
+const SEVERITY: readonly FindingKind[] = [
+  "broken",
+  "missing",
+  "truncated",
+  "unreadable",
+  "torn",
+  "unsealed",
+  "unfinished",
+];
+
+/** One thing verify found: the file (name only), the 1-based line (row) it is about, and why. */
+export interface Finding {
+  readonly kind: FindingKind;
+  readonly file: string;
+  readonly line: number;
+  readonly problem: string;
+}
 
 /** What `warden ledger verify` found. */
 export interface VerifyReport {
   readonly status: keyof typeof VERIFY_EXIT;
   readonly files: number;
   readonly rows: number;
-  /** The first bad row: file (name only) and 1-based line, and why. */
-  readonly firstBad: { readonly file: string; readonly line: number; readonly problem: string } | null;
+  /** Most severe first. */
+  readonly findings: readonly Finding[];
+  /** Files not sealed because their process still runs, and version 1 files (no anchor or seal to check). */
+  readonly notes: readonly { readonly file: string; readonly note: string }[];
 }
 
-/** Walks every ledger file of `dir` and checks each chain row by row. */
+/** One file as read by verify. */
+interface Scanned {
+  readonly name: string;
+  /** Intact rows read. */
+  rows: number;
+  /** The hash of each row some anchor names, by seq. */
+  readonly hashes: Map<number, string>;
+  version: 1 | 2 | undefined;
+  anchor: readonly Head[] | undefined;
+  sealed: boolean;
+  /** Read up to a bad row only. */
+  bad: boolean;
+  pid: number | undefined;
+  last: { line: number; row: LedgerRow } | undefined;
+  readonly intents: Map<number, { line: number; row: v.InferOutput<typeof IntentRow> }>;
+}
+
+function describeRow(row: LedgerRow): string {
+  if (row.v === 1) return `call of "${row.tool}" at ${row.time}`;
+  if (row.kind === "anchor") return `the anchor, at ${row.time}`;
+  if (row.kind === "seal") return `the seal, at ${row.time}`;
+  return `${row.kind} of "${row.tool}" at ${row.time}`;
+}
+
+/** Checks one file's chain row by row; adds what is wrong to `findings`. */
+function scanFile(
+  name: string,
+  text: string,
+  findings: Finding[],
+  wanted: ReadonlySet<number> | undefined,
+): Scanned {
+  const file: Scanned = {
+    name,
+    rows: 0,
+    hashes: new Map(),
+    version: undefined,
+    anchor: undefined,
+    sealed: false,
+    bad: false,
+    pid: undefined,
+    last: undefined,
+    intents: new Map(),
+  };
+  const lines = text.split("\n");
+  const torn = lines.pop() !== "";
+  let prev = GENESIS;
+  for (const [i, line] of lines.entries()) {
+    const bad = (why: string): Scanned => {
+      findings.push({ kind: "broken", file: name, line: i + 1, problem: why });
+      file.bad = true;
+      return file;
+    };
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return bad("not JSON");
+    }
+    const version = (value as { v?: unknown } | null)?.v;
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    const schema = version === 1
+      ? V1Row
+      : version === 2 && typeof kind === "string" && Object.hasOwn(V2_ROWS, kind)
+      ? V2_ROWS[kind as keyof typeof V2_ROWS]
+      : undefined;
+    if (!schema) {
+      return bad(
+        version === 2
+          ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent or seal)`
+          : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1 and 2)`,
+      );
+    }
+    const parsed = v.safeParse(schema, value);
+    if (!parsed.success) return bad(`not a ledger row (${parsed.issues[0].message})`);
+    const row = parsed.output as LedgerRow;
+    if (canonicalJson(row) !== line) return bad("not in canonical form");
+    if (row.seq !== i + 1) return bad(`seq ${row.seq} where ${i + 1} was due`);
+    if (row.prev !== prev) return bad("prev does not match the previous row");
+    file.version ??= row.v;
+    if (row.v !== file.version) return bad(`a version ${row.v} row in a version ${file.version} file`);
+    if (file.sealed) return bad("a row after the seal");
+    if (row.v === 2) {
+      if ((i === 0) !== (row.kind === "anchor")) {
+        return bad(i === 0 ? "the first row is not an anchor" : "an anchor after the first row");
+      }
+      if (row.kind === "anchor") file.anchor = row.heads;
+      if (row.kind === "seal") file.sealed = true;
+      if (row.kind === "intent") file.intents.set(row.seq, { line: i + 1, row });
+      if (row.kind === "call" && row.intent !== null) {
+        if (!file.intents.delete(row.intent)) return bad(`the call names intent ${row.intent}, not an open intent`);
+      }
+    }
+    file.pid ??= row.pid;
+    prev = "sha256:" + platform().sha256Hex(line);
+    file.rows++;
+    if (wanted?.has(row.seq)) file.hashes.set(row.seq, prev);
+    file.last = { line: i + 1, row };
+  }
+  if (torn) {
+    findings.push({ kind: "torn", file: name, line: lines.length + 1, problem: "the last row is incomplete" });
+  }
+  return file;
+}
+
+/** Walks every ledger file of `dir`: each chain row by row, then the anchors, seals and intents across files. */
 export async function verifyLedger(dir: string): Promise<VerifyReport> {
   let names: string[];
   try {
-    names = (await platform().fs.readDir(dir)).filter((e) => e.kind === "file" && e.name.endsWith(".jsonl")).map((e) =>
-      e.name
-    ).sort();
+    names = await ledgerFiles(dir);
   } catch (error) {
     const code = (error as { code?: string }).code;
-    return { status: code === "ENOENT" ? "absent" : "unreadable", files: 0, rows: 0, firstBad: null };
+    if (code === "ENOENT") return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
+    return {
+      status: "unreadable",
+      files: 0,
+      rows: 0,
+      findings: [{ kind: "unreadable", file: dir, line: 0, problem: messageOf(error) }],
+      notes: [],
+    };
   }
-  if (names.length === 0) return { status: "absent", files: 0, rows: 0, firstBad: null };
+  if (names.length === 0) return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
+  const findings: Finding[] = [];
+  const notes: { file: string; note: string }[] = [];
+  const scanned = new Map<string, Scanned>();
+  // The rows the anchors name, read first (each a file's first line), so that only their hashes are kept.
+  const wanted = new Map<string, Set<number>>();
+  for (const name of names) {
+    for (const head of (await readAnchor(path.join(dir, name)))?.heads ?? []) {
+      wanted.set(head.file, (wanted.get(head.file) ?? new Set()).add(head.seq));
+    }
+  }
   let rows = 0;
   for (const name of names) {
     let text: string;
     try {
       text = await platform().fs.readTextFile(path.join(dir, name));
     } catch (error) {
-      return {
-        status: "unreadable",
-        files: names.length,
-        rows,
-        firstBad: { file: name, line: 0, problem: messageOf(error) },
-      };
+      findings.push({ kind: "unreadable", file: name, line: 0, problem: messageOf(error) });
+      continue;
     }
-    const lines = text.split("\n");
-    const torn = lines.pop() !== "";
-    let prev = GENESIS;
-    for (const [i, line] of lines.entries()) {
-      const bad = (why: string): VerifyReport => ({
-        status: "broken",
-        files: names.length,
-        rows,
-        firstBad: { file: name, line: i + 1, problem: why },
-      });
-      let value: unknown;
-      try {
-        value = JSON.parse(line);
-      } catch {
-        return bad("not JSON");
+    const file = scanFile(name, text, findings, wanted.get(name));
+    rows += file.rows;
+    scanned.set(name, file);
+  }
+  for (const file of scanned.values()) {
+    for (const head of file.anchor ?? []) {
+      const target = scanned.get(head.file);
+      const by = `the anchor of ${file.name} (line 1) committed to`;
+      if (!target) {
+        if (!names.includes(head.file)) {
+          findings.push({
+            kind: "missing",
+            file: head.file,
+            line: head.seq,
+            problem: `the file is missing; ${by} its row ${head.seq}`,
+          });
+        }
+      } else if (target.bad) {
+        // Its own finding says why.
+      } else if (target.rows < head.seq) {
+        findings.push({
+          kind: "truncated",
+          file: head.file,
+          line: target.rows + 1,
+          problem: `rows ${target.rows + 1} to ${head.seq} were removed; ${by} its row ${head.seq}`,
+        });
+      } else if (head.seq > 0 && target.hashes.get(head.seq) !== head.hash) {
+        findings.push({
+          kind: "broken",
+          file: head.file,
+          line: head.seq,
+          problem: `not the row ${by} (the file was rewritten)`,
+        });
       }
-      const parsed = v.safeParse(LedgerRowSchema, value);
-      if (!parsed.success) return bad(`not a ledger row (${parsed.issues[0].message})`);
-      if (canonicalJson(parsed.output) !== line) return bad("not in canonical form");
-      if (parsed.output.seq !== i + 1) return bad(`seq ${parsed.output.seq} where ${i + 1} was due`);
-      if (parsed.output.prev !== prev) return bad("prev does not match the previous row");
-      prev = "sha256:" + platform().sha256Hex(line);
-      rows++;
-    }
-    if (torn) {
-      return {
-        status: "torn",
-        files: names.length,
-        rows,
-        firstBad: { file: name, line: lines.length + 1, problem: "the last row is incomplete" },
-      };
     }
   }
-  return { status: "intact", files: names.length, rows, firstBad: null };
+  for (const file of scanned.values()) {
+    if (file.bad || file.last === undefined) continue;
+    if (file.version === 1) {
+      notes.push({ file: file.name, note: "version 1 (no anchor or seal): its end cannot be checked" });
+      continue;
+    }
+    const unsealed = !file.sealed;
+    if (unsealed && file.pid !== undefined && await platform().processRunning(file.pid)) {
+      notes.push({ file: file.name, note: `not sealed yet: its process (pid ${file.pid}) is running` });
+      continue;
+    }
+    if (unsealed) {
+      findings.push({
+        kind: "unsealed",
+        file: file.name,
+        line: file.last.line,
+        problem:
+          `never sealed: its process (pid ${file.pid}) ended without a clean exit (a crash, or its seal was cut off); last row ${file.last.line}: ${
+            describeRow(file.last.row)
+          }`,
+      });
+    }
+    for (const { line, row } of file.intents.values()) {
+      findings.push({
+        kind: "unfinished",
+        file: file.name,
+        line,
+        problem: `the ${row.risk} call of "${row.tool}" that started at ${row.time} never finished`,
+      });
+    }
+  }
+  findings.sort((a, b) => SEVERITY.indexOf(a.kind) - SEVERITY.indexOf(b.kind));
+  return { status: findings[0]?.kind ?? "intact", files: names.length, rows, findings, notes };
 }
+
+const HEADLINES: Record<VerifyReport["status"], string> = {
+  intact: "Ledger intact",
+  broken: "Ledger broken",
+  torn: "Ledger torn",
+  absent: "No ledger",
+  unreadable: "Ledger unreadable",
+  missing: "Ledger missing a file",
+  truncated: "Ledger truncated",
+  unsealed: "Ledger not sealed",
+  unfinished: "Ledger has unfinished calls",
+};
 
 /** `warden ledger verify [--json]`: exits with VERIFY_EXIT[status]. */
 export async function ledgerCommand(dir: string, args: readonly string[]): Promise<number> {
@@ -249,18 +743,17 @@ export async function ledgerCommand(dir: string, args: readonly string[]): Promi
   const report = await verifyLedger(dir);
   if (rest.includes("--json")) {
     platform().writeStdout(JSON.stringify(report, null, 2) + "\n");
+  } else if (report.status === "absent") {
+    platform().writeStdout(`No ledger in ${dir}\n`);
   } else {
-    const where = report.firstBad
-      ? `: first bad row ${report.firstBad.file} line ${report.firstBad.line} (${report.firstBad.problem})`
-      : "";
-    const lines: Record<VerifyReport["status"], string> = {
-      intact: `Ledger intact: ${report.rows} rows in ${report.files} file(s)`,
-      broken: `Ledger broken${where}`,
-      torn: `Ledger torn${where}`,
-      absent: `No ledger in ${dir}`,
-      unreadable: `Ledger unreadable${where}`,
-    };
-    platform().writeStdout(lines[report.status] + "\n");
+    const out = [
+      `${HEADLINES[report.status]}: ${report.rows} rows in ${report.files} file(s)${
+        report.findings.length ? `, ${report.findings.length} finding(s)` : ""
+      }`,
+      ...report.findings.map((f) => `${f.kind}: ${f.file} line ${f.line}: ${f.problem}`),
+      ...report.notes.map((n) => `note: ${n.file}: ${n.note}`),
+    ];
+    platform().writeStdout(out.join("\n") + "\n");
   }
   return VERIFY_EXIT[report.status];
 }

@@ -232,7 +232,9 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
-      shutdown: plugins.stop,
+      // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
+      // exits on a deadline, and after the rows of the calls stopped by the end of input.
+      shutdown: () => ledger.seal().finally(plugins.stop),
     });
     const [commandPath, ...commandArgs] = serverArgv(
       install,
@@ -274,6 +276,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (command === "call") return await callCommand(env, args);
     return await catalogCommand(env, args);
   } finally {
+    await ledger.seal();
     await plugins.stop();
   }
 }

@@ -15,7 +15,11 @@ export function publishedSchemas(): Record<string, string> {
   return {
     "plugin-manifest.schema.json": schema(ManifestSchema, "urn:warden:plugin-manifest:v1", "warden plugin manifest"),
     "plugins-lock.schema.json": schema(LockSchema, "urn:warden:plugins-lock:v1", "warden plugins.lock.json"),
-    "ledger-row.schema.json": schema(LedgerRowSchema, "urn:warden:ledger-row:v1", "warden call ledger row"),
+    "ledger-row.schema.json": schema(
+      LedgerRowSchema,
+      "urn:warden:ledger-row:v2",
+      "warden call ledger row (versions 1 and 2)",
+    ),
   };
 }
 

@@ -121,6 +121,26 @@ function readTextFile(file: string, maxBytes: number): string {
   }
 }
 
+function readRange(file: string, offset: number, length: number): { size: number; bytes: Uint8Array } {
+  // Non-blocking and not following links: a FIFO or a symlink put among ledger files must not stall or mislead.
+  const fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: "EFTYPE" });
+    const start = offset < 0 ? Math.max(0, info.size + offset) : Math.min(offset, info.size);
+    const bytes = new Uint8Array(Math.min(length, info.size - start));
+    let at = 0;
+    while (at < bytes.length) {
+      const bytesRead = readSync(fd, bytes, at, bytes.length - at, start + at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return { size: info.size, bytes: at === bytes.length ? bytes : bytes.subarray(0, at) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Scripts whose code cache was written (or read) before their functions ran: kept again once they have. */
 const coldCaches: { script: Script; cacheFile: string; replaces: string }[] = [];
 
@@ -381,6 +401,14 @@ export function nodePlatform(): Platform {
       process.stdin.on("error", end);
       process.stdout.on("error", end);
     },
+    processRunning(pid: number) {
+      try {
+        process.kill(pid, 0);
+        return Promise.resolve(true);
+      } catch (error) {
+        return Promise.resolve((error as { code?: string }).code === "EPERM");
+      }
+    },
     onInterrupt(handler: () => void) {
       process.on("SIGINT", handler);
       return () => void process.off("SIGINT", handler);
@@ -395,6 +423,8 @@ export function nodePlatform(): Platform {
     fs: Object.freeze({
       // Synchronous for the reason given at readRegularFile; a promise still, as callers expect.
       realPath: (p: string) => new Promise<string>((resolve) => resolve(realpathSync.native(p))),
+      readRange: (p: string, offset: number, length: number) =>
+        new Promise<{ size: number; bytes: Uint8Array }>((resolve) => resolve(readRange(p, offset, length))),
       stat: async (p: string) => toStat(await stat(p)),
       lstat: async (p: string) => toStat(await lstat(p)),
       lstatMany: makeLstatMany(
@@ -499,6 +529,8 @@ export function nodePlatform(): Platform {
       });
     },
     // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
+    // node:crypto is loaded already.
+    preferNativeHash: () => {},
     sha256Hex: typeof oneShotHash === "function"
       ? (text: string) => oneShotHash("sha256", text, "hex")
       : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),

@@ -73,6 +73,11 @@ export interface PlatformFs {
    * DEFAULT_MAX_TEXT_FILE_BYTES, see regular_file.ts) with code `EFBIG`.
    */
   readTextFile(path: string, maxBytes?: number): Promise<string>;
+  /**
+   * Up to `length` bytes of the regular file `path` (not a symlink, FIFO or device) from `offset`, or from its end
+   * when `offset` is negative, with the file's size: the ledger reads the heads of files it must not read whole.
+   */
+  readRange(path: string, offset: number, length: number): Promise<{ size: number; bytes: Uint8Array }>;
   /** Writes beside `path`, then renames over it: readers never see half a file. */
   writeFileAtomic(path: string, data: string | Uint8Array): Promise<void>;
   /** Creates a directory and its parents; an existing one is fine. */
@@ -156,6 +161,8 @@ export interface Platform {
   env(name: string): string | undefined;
   cwd(): string;
   pid(): number;
+  /** Whether a process with this id runs on this machine (signal 0; permission denied counts as running). */
+  processRunning(pid: number): Promise<boolean>;
   /** Synchronous, so that a line is whole on the pipe before the next begins. */
   writeStdout(text: string): void;
   writeStderr(text: string): void;
@@ -195,6 +202,11 @@ export interface Platform {
   dependenciesWarm(): void;
   /** Lowercase hex SHA-256 of a text's UTF-8 bytes, synchronously (the ledger hashes on every call's path). */
   sha256Hex(text: string): string;
+  /**
+   * Says that many texts are being hashed: where the runtime's native hash has a load cost (node:crypto under deno,
+   * ~20 ms once), it is loaded now, in the background, and hashes longer texts from then on.
+   */
+  preferNativeHash(): void;
   /** Every address `host` resolves to (A and AAAA), as text. */
   resolveHost(host: string): Promise<string[]>;
   /**

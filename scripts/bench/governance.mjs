@@ -1,29 +1,39 @@
 // What governance costs: the policy check and the ledger row on a trivial
 // call, timed in-process from the call's start to its result, as a share of
 // warden's tools/call round trip of a trivial tool over stdio measured in the
-// same run (as roundtrip.mjs does; target ≤ 5%), and ctx.spawn's confinement
-// against a bare execFile of the same program. Node (bundled) and deno
-// (source), side by side.
+// same run (as roundtrip.mjs does; target ≤ 5%); the ledger's own CPU per
+// call apart from its write (target ≤ 5 µs); the throughput of a stdio server
+// with 64 calls in flight, with the ledger and without one (target ≥ 0.9×);
+// and ctx.spawn's confinement against a bare execFile of the same program.
+// Node (bundled) and deno (source), side by side.
 //
-//   node scripts/bench/governance.mjs [--calls 20000] [--spawns 30] [--roundtrips 3000]
+//   node scripts/bench/governance.mjs [--calls 20000] [--spawns 30] [--roundtrips 3000] [--runs 5] [--inflight 20000]
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
   blockStats,
+  childEnv,
   contendersFor,
   denoBinary,
   ensureBuilt,
   markdownTable,
+  median,
   parseFlags,
   print,
   repoRoot,
   startInitialized,
 } from "./_harness.mjs";
 
-const flags = parseFlags(process.argv.slice(2), { calls: 20000, spawns: 30, roundtrips: 3000 });
+const flags = parseFlags(process.argv.slice(2), {
+  calls: 20000,
+  spawns: 30,
+  roundtrips: 3000,
+  runs: 5,
+  inflight: 20000,
+});
 ensureBuilt({ tests: true });
 const fixtureTools = {
   node: path.join(repoRoot, "dist/test/fixtures/tools"),
@@ -63,14 +73,67 @@ await build({
   packages: "external",
   logLevel: "warning",
 });
+/** The bench entry's command line on `runtime`. */
+function entryCommand(runtime, args) {
+  return runtime === "node"
+    ? [process.execPath, [path.join(out, "entry.mjs"), ...args]]
+    : [denoBinary(), ["run", "-A", path.join(repoRoot, "scripts/bench/_governance_entry.ts"), ...args]];
+}
+
+/**
+ * Calls per second of a stdio server of one trivial read tool, 64 calls in
+ * flight (each answer sends the next request), with the ledger in `ledgerDir`
+ * or none; the median of three passes after a warm-up.
+ */
+async function callsPerSecond(runtime, ledgerDir) {
+  const [command, args] = entryCommand(runtime, ["serve", ledgerDir ?? "none"]);
+  const server = await startInitialized({
+    runtime,
+    name: ledgerDir ? "with the ledger" : "without a ledger",
+    command,
+    args,
+    cwd: repoRoot,
+    env: childEnv(),
+  });
+  try {
+    const cpu = async () =>
+      Number((await server.request("tools/call", { name: "cpu", arguments: {} })).result.content[0].text);
+    const pass = async (n) => {
+      let sent = 0;
+      const cpuBefore = await cpu();
+      const started = performance.now();
+      await Promise.all(Array.from({ length: 64 }, async () => {
+        while (sent < n) {
+          sent++;
+          const { result } = await server.request("tools/call", { name: "echo", arguments: { text: "hi" } }, 30_000);
+          if (result?.isError) throw new Error(`echo failed: ${JSON.stringify(result.content)}`);
+        }
+      }));
+      const seconds = (performance.now() - started) / 1000;
+      return { rate: n / seconds, cpuUs: ((await cpu()) - cpuBefore) / n };
+    };
+    await pass(Math.ceil(flags.inflight / 4));
+    const passes = [];
+    for (let i = 0; i < 3; i++) passes.push(await pass(flags.inflight));
+    await server.stop(5000);
+    const stats = server.stderr().split("\n").filter((l) => l.startsWith('{"rowsPerWrite"')).map((l) => JSON.parse(l));
+    return {
+      rate: median(passes.map((p) => p.rate)),
+      cpuUs: median(passes.map((p) => p.cpuUs)),
+      rowsPerWrite: stats[0]?.rowsPerWrite,
+    };
+  } finally {
+    await server.stop(5000);
+  }
+}
+
 const rows = [];
+const ledgerRows = [];
 for (const runtime of ["node", "deno"]) {
   const ledger = mkdtempSync(path.join(tmpdir(), "warden-bench-ledger-"));
   try {
     const args = [ledger, repoRoot, String(flags.calls), String(flags.spawns)];
-    const command = runtime === "node"
-      ? [process.execPath, [path.join(out, "entry.mjs"), ...args]]
-      : [denoBinary(), ["run", "-A", path.join(repoRoot, "scripts/bench/_governance_entry.ts"), ...args]];
+    const command = entryCommand(runtime, args);
     const result = JSON.parse(
       execFileSync(command[0], command[1], { cwd: repoRoot, encoding: "utf8" }).trim().split("\n").at(-1),
     );
@@ -88,6 +151,44 @@ for (const runtime of ["node", "deno"]) {
       result.spawnMs.toFixed(2),
       `${(result.spawnMs / result.execFileMs).toFixed(2)}×`,
       result.isolation,
+    ]);
+    // Runs alternate between the two servers, so that a busy minute on a shared machine falls on both alike.
+    const withLedger = [];
+    const without = [];
+    const serverRowsPerWrite = [];
+    const serverLedger = path.join(ledger, "server");
+    for (let run = 0; run < flags.runs; run++) {
+      if (run % 2 === 0) without.push(await callsPerSecond(runtime, undefined));
+      const measured = await callsPerSecond(runtime, serverLedger);
+      withLedger.push(measured);
+      serverRowsPerWrite.push(measured.rowsPerWrite);
+      if (run % 2 === 1) without.push(await callsPerSecond(runtime, undefined));
+    }
+    const files = readdirSync(serverLedger);
+    const sealed = files.filter((f) => readFileSync(path.join(serverLedger, f), "utf8").includes('"kind":"seal"'));
+    if (sealed.length !== files.length) throw new Error(`${files.length - sealed.length} server ledger(s) not sealed`);
+    const verified = execFileSync(
+      process.execPath,
+      [path.join(repoRoot, "dist/core/main.js"), "ledger", "verify", "--ledger", serverLedger],
+      { encoding: "utf8" },
+    );
+    if (!verified.startsWith("Ledger intact")) throw new Error(`the servers' ledger does not verify: ${verified}`);
+    const rate = (list) => median(list.map((m) => m.rate));
+    const cpuUs = (list) => median(list.map((m) => m.cpuUs));
+    ledgerRows.push([
+      runtime,
+      result.cpu.added.noWrite.toFixed(2),
+      result.cpu.added.ledger.toFixed(2),
+      result.cpu.added.gate.toFixed(2),
+      result.rowsPerWrite.toFixed(1),
+      median(serverRowsPerWrite).toFixed(1),
+      rate(without).toFixed(0),
+      rate(withLedger).toFixed(0),
+      `${median(withLedger.map((m, i) => m.rate / without[i].rate)).toFixed(2)}×`,
+      cpuUs(without).toFixed(1),
+      cpuUs(withLedger).toFixed(1),
+      `${median(withLedger.map((m, i) => without[i].cpuUs / m.cpuUs)).toFixed(2)}×`,
+      `${flags.runs} × 3 × ${flags.inflight}`,
     ]);
   } finally {
     rmSync(ledger, { recursive: true, force: true });
@@ -112,4 +213,27 @@ print(markdownTable(
 ));
 print(
   "\nAdded before the result: what a call waits for (policy, argument hash, the row written). The row's own hash, which only the next row needs, runs after the response is written; the next column counts it too. Share: of warden's median round trip of the same trivial tool over stdio (target ≤ 5%).",
+);
+
+print("\n## Ledger cost\n");
+print(markdownTable(
+  [
+    "runtime",
+    "ledger's own CPU µs/call",
+    "its write, CPU µs",
+    "gate: the intent row, CPU µs",
+    "rows per write, 64 in flight",
+    "the same, stdio server",
+    "calls/s without a ledger",
+    "calls/s with the ledger",
+    "with / without",
+    "server CPU µs/call without",
+    "with",
+    "throughput by CPU, with / without",
+    "calls measured",
+  ],
+  ledgerRows,
+));
+print(
+  "\nCPU time (user and system, `process.cpuUsage`) per call, one call at a time, in-process, in blocks of 300 calls taken in turn; each figure is the median over blocks of the difference with the variant before it. A busy shared machine inflates CPU time less than wall time. Own CPU: a trivial call with the ledger writing to a file that discards its text, its row's hash included, less the same call with no ledger (target ≤ 5 µs). Its write: the same with the real file, less the discarding one. Intent row: what a gate call adds, its intent written before the tool runs (a second row, and a second write when calls come one at a time). Rows per write: in-process, 64 calls in flight. Throughput: a stdio server of one trivial read tool (the bench entry's `serve` mode), 64 calls in flight, with the ledger against the same server with none; median of three passes per server; the ratios are medians over runs of each run's ratio (target ≥ 0.9×). The server's own CPU time per call in the same passes (read through a second tool), and the throughput it allows: the steadier figure on a shared machine, where wall time depends on who else runs. Every server's file is sealed and the directory verifies intact.",
 );
