@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { fixtureToolsDir, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
+import { fixtureToolsDir, repoRoot, runtimeName, runWarden, skipOrFail, tempDir } from "./helpers.ts";
 
 describe(`cli (${runtimeName})`, () => {
   it("warden tools prints name, risk class and the summary sentence", async () => {
@@ -175,7 +175,7 @@ describe(`cli (${runtimeName})`, () => {
     try {
       const git = ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"].find((p) => existsSync(p));
       const bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"].find((p) => existsSync(p));
-      if (!git || !bwrap) return t.skip("this test needs git and bubblewrap: apt-get install git bubblewrap");
+      if (!git || !bwrap) return skipOrFail(t, "this test needs git and bubblewrap: apt-get install git bubblewrap");
       const noBwrap = path.join(work.dir, "bin");
       mkdirSync(noBwrap);
       symlinkSync(git, path.join(noBwrap, "git"));

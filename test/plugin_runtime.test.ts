@@ -27,7 +27,7 @@ import {
 } from "../core/plugins/runtime.ts";
 import { openRoots, type RootFs } from "../core/roots.ts";
 import type { ClientLogLevel } from "../core/tool.ts";
-import { eventually, repoRoot, runtimeName, tempDir } from "./helpers.ts";
+import { eventually, repoRoot, runtimeName, skipOrFail, tempDir } from "./helpers.ts";
 
 const bundlesDir = path.join(repoRoot, "test/fixtures/plugin_bundles");
 
@@ -488,7 +488,7 @@ describe(`plugin runtime (${runtimeName})`, () => {
 
     for (const [tool, what] of [["allocTyped", "typed arrays"], ["allocWasm", "WebAssembly memory"]] as const) {
       it(`stops ${what} at its memory limit (an OS limit), and the next call gets a fresh child`, async (t) => {
-        if (!osLimits().prlimit) return t.skip("needs prlimit (util-linux) for an OS memory limit");
+        if (!osLimits().prlimit) return skipOrFail(t, "needs prlimit (util-linux) for an OS memory limit");
         const plugin = runtime("hostile", "hostile", { memoryMb: 128 });
         assert.equal(await plugin.call(tool, { mb: 32 }, context()) !== undefined, true);
         const pid = plugin.pid as number;
@@ -510,7 +510,7 @@ describe(`plugin runtime (${runtimeName})`, () => {
     });
 
     it("spends no CPU between calls: a Worker left spinning is frozen once the call returns", async (t) => {
-      if (!osLimits().procStat) return t.skip("needs /proc to measure the child's CPU time");
+      if (!osLimits().procStat) return skipOrFail(t, "needs /proc to measure the child's CPU time");
       const plugin = runtime("hostile", "hostile");
       assert.equal(await plugin.call("spinLeftover", {}, context()), "left a worker spinning");
       const pid = plugin.pid as number;
@@ -523,7 +523,7 @@ describe(`plugin runtime (${runtimeName})`, () => {
     });
 
     it("fails a call over its CPU budget and kills the child", async (t) => {
-      if (!osLimits().procStat) return t.skip("needs /proc to measure the child's CPU time");
+      if (!osLimits().procStat) return skipOrFail(t, "needs /proc to measure the child's CPU time");
       const plugin = runtime("hostile", "hostile", { cpuMsPerCall: 300 });
       await plugin.call("echo", {}, context());
       const pid = plugin.pid as number;

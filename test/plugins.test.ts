@@ -8,7 +8,17 @@ import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { canonicalJson } from "../core/canonical_json.ts";
 import { parsePrivateKey, signMessage } from "../core/plugins/sshsig.ts";
-import { connect, eventually, repoRoot, runtimeName, runWarden, type Session, tempDir, textOf } from "./helpers.ts";
+import {
+  connect,
+  eventually,
+  repoRoot,
+  runtimeName,
+  runWarden,
+  type Session,
+  skipOrFail,
+  tempDir,
+  textOf,
+} from "./helpers.ts";
 
 const TRUST = path.join(repoRoot, "test/fixtures/trust");
 const NAMESPACE = "warden-plugin-v1";
@@ -494,7 +504,7 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
   });
 
   it("leaves no plugin process behind when the server is killed, though its child is frozen between calls", async (t) => {
-    if (!["/usr/bin/setpriv", "/bin/setpriv"].some(existsSync)) return t.skip("needs setpriv (util-linux)");
+    if (!["/usr/bin/setpriv", "/bin/setpriv"].some(existsSync)) return skipOrFail(t, "needs setpriv (util-linux)");
     const server = doomed.transport.pid!;
     const result = await doomed.client.callTool({ name: "licenses_list", arguments: {} });
     assert.equal(result.isError, undefined, textOf(result));

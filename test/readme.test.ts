@@ -8,7 +8,17 @@ import { describe, it } from "node:test";
 import { SETTINGS } from "../core/config.ts";
 import { DENO_RUN_FLAGS } from "../core/platform/mod.ts";
 import process from "node:process";
-import { childEnv, connect, fixtureToolsDir, onDeno, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
+import {
+  childEnv,
+  connect,
+  fixtureToolsDir,
+  onDeno,
+  repoRoot,
+  runtimeName,
+  runWarden,
+  skipOrFail,
+  tempDir,
+} from "./helpers.ts";
 
 const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
 
@@ -65,7 +75,7 @@ describe(`README (${runtimeName})`, () => {
     const inPath = (name: string) =>
       (process.env.PATH ?? "").split(path.delimiter).map((dir) => path.join(dir, name)).find((p) => existsSync(p));
     if (inPath("git") !== "/usr/bin/git" || inPath("bwrap") !== "/usr/bin/bwrap") {
-      return t.skip("README's example is for git and bubblewrap in /usr/bin: apt-get install git bubblewrap");
+      return skipOrFail(t, "README's example is for git and bubblewrap in /usr/bin: apt-get install git bubblewrap");
     }
     const block = /To run it under deno instead[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
     const documented = block.replace(/\\\n\s*/g, "").trim();
