@@ -132,7 +132,8 @@ describe(`cli (${runtimeName})`, () => {
     const work = tempDir();
     try {
       const ledger = path.join(work.dir, "ledger");
-      const env = { WARDEN_ROOTS: `app=${path.join(repoRoot, "test")}`, WARDEN_LEDGER: ledger };
+      // The scratch of gate calls in a temp directory of the test's own: /tmp may hold this clone (CI's may).
+      const env = { WARDEN_ROOTS: `app=${path.join(repoRoot, "test")}`, WARDEN_LEDGER: ledger, TMPDIR: work.dir };
       const node = await runWarden(["command", "--runtime", "node", "--json"], { env });
       assert.equal(node.code, 0, node.stderr);
       const plugins = path.join(repoRoot, ".test-tmp", "no-plugins");

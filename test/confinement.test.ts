@@ -272,12 +272,14 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
     mkdirSync(path.join(repoRoot, ".test-tmp"), { recursive: true });
     const dir = mkdtempSync(path.join(repoRoot, ".test-tmp", "confine-"));
     const work = { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+    // And a temp directory of the test's own for that scratch: the OS one may hold this clone (CI may clone in /tmp).
+    const temp = tempDir();
     try {
       const [src, out] = ["src", "out"].map((name) => path.join(work.dir, name));
       mkdirSync(src);
       mkdirSync(out);
       const args = ["--root", `src=${src}`, "--root", `out=${out}`];
-      const env = { WARDEN_TOOLS_DIR: fixtureToolsDir };
+      const env = { WARDEN_TOOLS_DIR: fixtureToolsDir, TMPDIR: temp.dir };
       const { command, args: commandArgs } = await printedCommand(args, env);
       const flag = (name: string) => commandArgs.find((a) => a === name || a.startsWith(`${name}=`));
       assert.ok(flag("--allow-write")!.split("=")[1].split(",").includes(out), flag("--allow-write"));
@@ -303,6 +305,7 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       }
     } finally {
       work.remove();
+      temp.remove();
     }
   });
 
