@@ -2,7 +2,7 @@
 // compatibility layer out of the startup path.
 import { sha256Sync } from "../sha256.ts";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
-import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, notRegularFileError, tooLargeError } from "./regular_file.ts";
+import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, textOrThrow } from "./regular_file.ts";
 import type {
   ChildProcessHandle,
   FileStat,
@@ -186,23 +186,10 @@ function readRegularFile(file: string, maxBytes: number, follow = false): Regula
   }
 }
 
-// Keeps a byte order mark, as node's readFile(…, "utf8") does.
-const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
-
 /** readTextFile: a file of the host's own, through a symlink, under the same rules as readRegularFile. */
 function readTextFile(file: string, maxBytes: number): string {
-  const read = readRegularFile(file, maxBytes, true);
-  switch (read.kind) {
-    case "ok":
-      return utf8.decode(read.bytes);
-    case "too_large":
-      throw tooLargeError(read.size, maxBytes);
-    case "not_a_file":
-      throw notRegularFileError(read.what);
-    case "symlink":
-      // The file changed under the read (stat and handle disagree).
-      throw notRegularFileError("a file that changed while it was opened");
-  }
+  // A "symlink" outcome here: the file changed under the read (stat and handle disagree).
+  return textOrThrow(readRegularFile(file, maxBytes, true), maxBytes, "a file that changed while it was opened");
 }
 
 function readRange(file: string, offset: number, length: number): { size: number; bytes: Uint8Array } {

@@ -29,7 +29,7 @@ import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { problem, WardenError } from "../errors.ts";
-import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, notRegularFileError, tooLargeError } from "./regular_file.ts";
+import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, textOrThrow } from "./regular_file.ts";
 import type {
   ChildProcessHandle,
   FileStat,
@@ -103,22 +103,9 @@ function readRegularFile(file: string, maxBytes: number, follow = false): Regula
   }
 }
 
-// Keeps a byte order mark, as readFile(…, "utf8") did.
-const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
-
 /** readTextFile: a file of the host's own, through a symlink, under the same rules as readRegularFile. */
 function readTextFile(file: string, maxBytes: number): string {
-  const read = readRegularFile(file, maxBytes, true);
-  switch (read.kind) {
-    case "ok":
-      return utf8.decode(read.bytes);
-    case "too_large":
-      throw tooLargeError(read.size, maxBytes);
-    case "not_a_file":
-      throw notRegularFileError(read.what);
-    case "symlink":
-      throw notRegularFileError("a symlink");
-  }
+  return textOrThrow(readRegularFile(file, maxBytes, true), maxBytes, "a symlink");
 }
 
 function readRange(file: string, offset: number, length: number): { size: number; bytes: Uint8Array } {
