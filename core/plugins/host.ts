@@ -10,7 +10,7 @@ import { restrictRoots, type RootFs } from "../roots.ts";
 import type { ExternalContext, GateContext, ToolContext } from "../tool.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "./discover.ts";
 import { limitsOf, osLimits } from "./limits.ts";
-import { PluginRuntime } from "./runtime.ts";
+import type { PluginRuntime } from "./runtime.ts";
 
 /** The plugins as the host serves them. */
 export interface LoadedPlugins {
@@ -96,8 +96,12 @@ export async function loadPlugins(
       ),
     );
   }
+  // The sandbox runtime (with the child's source) loads only for a verified plugin: refused ones, like the shipped
+  // example until its signer is allowed, cost startup their checks and no more.
+  if (verified.length === 0) return { records, entries: [], stop: () => Promise.resolve() };
+  const { PluginRuntime } = await import("./runtime.ts");
   const os = osLimits();
-  if (verified.length > 0 && (!os.prlimit || !os.procStat)) {
+  if ((!os.prlimit || !os.procStat)) {
     log("warn", "plugin_limits_partial", {
       memory: os.prlimit ? "OS limit (RLIMIT_DATA)" : "V8 heap only: prlimit is not available, so no OS memory limit",
       cpu: os.procStat
