@@ -1,0 +1,124 @@
+// ctx.spawn's limits, each proved where it is the only thing that acts: a
+// program stopped at its time limit takes every process it forked with it,
+// and a program that would flood its output forever is stopped by the flood
+// cap, not by its time limit. bubblewrap's pid namespace also kills what a
+// sandboxed program forked, so each test runs twice: as the host is (with
+// bubblewrap where installed) and with bubblewrap out of warden's PATH, where
+// the process group is the only net. Liveness is read from what the
+// processes themselves show: their output through the pipe, and the process
+// table (by a unique argument, since pids inside bubblewrap are its own).
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import path from "node:path";
+import process from "node:process";
+import { after, before, describe, it } from "node:test";
+import { connect, eventually, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+
+type SpawnResult = {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stdoutTruncated: boolean;
+  timedOut: boolean;
+  durationMs: number;
+};
+
+/** The programs fixture_gate may run, and sh's helpers, found on the host's PATH. */
+const PROGRAMS = ["sh", "printenv", "sleep", "cat", "head"];
+
+function which(name: string): string {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const candidate = path.join(dir, name);
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new Error(`${name} is not on PATH`);
+}
+
+/** Pids of live (not zombie) processes whose command line contains `word` as an argument. */
+function processesWith(word: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (!args.includes(word)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") found.push(Number(entry));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
+
+for (const mode of ["as the host is", "without bubblewrap"] as const) {
+  describe(`ctx.spawn limits, ${mode} (${runtimeName})`, () => {
+    let session: Session;
+    let work: { dir: string; remove: () => void };
+    let isolation: string;
+    before(async () => {
+      work = tempDir();
+      const env: Record<string, string> = {};
+      if (mode === "without bubblewrap") {
+        // A PATH with the programs the tests run and no bwrap: warden finds nothing to isolate with.
+        const bin = path.join(work.dir, "bin");
+        mkdirSync(bin);
+        for (const name of PROGRAMS) symlinkSync(which(name), path.join(bin, name));
+        env.PATH = bin;
+      }
+      const root = path.join(work.dir, "root");
+      mkdirSync(root);
+      // What the host says of its isolation, from the built-in tools (the fixture directory replaces them).
+      const builtins = await connect({ env });
+      try {
+        const facts = await builtins.client.callTool({ name: "host_context", arguments: {} });
+        isolation = (facts.structuredContent as { gate: { isolation: { kind: string } } }).gate.isolation.kind;
+      } finally {
+        await builtins.close();
+      }
+      if (mode === "without bubblewrap") assert.equal(isolation, "none", "the test runs what it says it runs");
+      session = await connect({
+        env: { ...env, WARDEN_TOOLS_DIR: fixtureToolsDir },
+        args: ["--root", `default=${root}`],
+      });
+    });
+    after(async () => {
+      await session?.close();
+      work.remove();
+    });
+
+    const run = async (args: Record<string, unknown>) => {
+      const result = await session.client.callTool({ name: "fixture_gate", arguments: args });
+      assert.equal(result.isError, undefined, textOf(result));
+      return JSON.parse(textOf(result)) as SpawnResult;
+    };
+
+    it("kills every process the program forked at its time limit", async () => {
+      // Unique arguments name the forked processes in the process table, inside bubblewrap or not.
+      const tag = `${process.pid}${Date.now() % 100000}`;
+      const detached = `61.${tag}`;
+      const piped = `2.${tag}`;
+      const spawn = await run({
+        argv: [
+          "sh",
+          "-c",
+          // One child keeps the output pipe and speaks after 2 s; one leaves the pipes and sleeps a minute.
+          `(sleep ${piped}; echo late) & sleep ${detached} </dev/null >/dev/null 2>&1 & echo started; exec sleep 30`,
+        ],
+        timeoutMs: 300,
+      });
+      assert.equal(spawn.timedOut, true);
+      assert.equal(spawn.stdout, "started\n", "nothing the program forked spoke after the time limit");
+      const gone = await eventually(() => processesWith(detached).length === 0 && processesWith(piped).length === 0);
+      assert.ok(gone, `forked processes outlived the call: ${processesWith(detached)} ${processesWith(piped)}`);
+    });
+
+    it("stops a program that floods its output forever, promptly, keeping what fits", async () => {
+      const spawn = await run({ argv: ["cat", "/dev/zero"], maxOutputBytes: 1000, timeoutMs: 5000 });
+      assert.equal(spawn.timedOut, false, "the flood cap stopped it, not the time limit");
+      assert.equal(spawn.stdout, "\0".repeat(1000));
+      assert.equal(spawn.stdoutTruncated, true);
+      assert.equal(spawn.signal, "SIGKILL");
+    });
+  });
+}
