@@ -76,8 +76,11 @@ describe(`isNonPublicAddress (${runtimeName})`, () => {
   }
 });
 
-/** Where each name of the fixture leads (one line per address; `mixed` has a public and a private one). */
-const HOSTS: Record<(typeof NAMES)[number], string[]> = {
+/**
+ * Where each name of the fixture leads (one line per address; `mixed` has a public and a private one); `unknown`
+ * leads nowhere.
+ */
+const HOSTS: Record<Exclude<(typeof NAMES)[number], "unknown">, string[]> = {
   ten: ["10.0.0.1"],
   private172: ["172.16.5.4"],
   private192: ["192.168.1.1"],
@@ -113,7 +116,10 @@ describe(`ctx.fetch refuses names that resolve to non-public addresses (${runtim
       for (const [name, addresses] of Object.entries(HOSTS)) {
         for (const address of addresses) hosts.push(`${address} ${name}.test`);
       }
+      hosts.push("10.0.0.9 noport.test");
       writeFileSync(path.join(work.dir, "hosts"), hosts.join("\n") + "\n");
+      // A name not in hosts is asked of a DNS server on the sandbox's own loopback, where none listens.
+      writeFileSync(path.join(work.dir, "resolv.conf"), "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n");
       const session = await connect({
         env: { WARDEN_TOOLS_DIR: fixtureToolsDir },
         // A network namespace with loopback alone: were a refused address let through, the connect would fail here
@@ -123,6 +129,7 @@ describe(`ctx.fetch refuses names that resolve to non-public addresses (${runtim
           args: [
             ...["--unshare-user", "--uid", "0", "--gid", "0", "--unshare-net", "--die-with-parent"],
             ...["--dev-bind", "/", "/", "--ro-bind", path.join(work.dir, "hosts"), "/etc/hosts"],
+            ...["--ro-bind", path.join(work.dir, "resolv.conf"), "/etc/resolv.conf"],
             ...["--", command, ...args],
           ],
         }),
@@ -150,6 +157,18 @@ describe(`ctx.fetch refuses names that resolve to non-public addresses (${runtim
           );
           assert.equal((result._meta as Record<string, unknown>)["warden/error_code"], "capability_denied", name);
         }
+        const noport = await session.client.callTool({
+          name: "fixture_egress_names",
+          arguments: { fetch: "http://noport.test/" },
+        });
+        assert.equal(
+          textOf(noport),
+          'tool "fixture_egress_names" may not fetch from http://noport.test: noport.test resolves to the ' +
+            "non-public address 10.0.0.9; declare http://10.0.0.9 to allow it",
+        );
+        const unknown = await fetch("unknown");
+        assert.equal(textOf(unknown), "Cannot fetch from http://unknown.test:47613: unknown.test does not resolve");
+        assert.equal((unknown._meta as Record<string, unknown>)["warden/error_code"], "not_found");
       } finally {
         await session.close();
       }
