@@ -245,6 +245,8 @@ export class Spawner {
     }, timeoutMs);
     const onAbort = () => child.kill("SIGKILL");
     signal?.addEventListener("abort", onAbort, { once: true });
+    // Aborted while the program was being set up: no event will come.
+    if (signal?.aborted) onAbort();
     if (stdin !== undefined) child.write(stdin);
     child.end();
     try {
