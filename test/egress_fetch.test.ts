@@ -6,7 +6,9 @@
 // declarations are accepted. Every address is a loopback one.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { declaredOrigin, fetchFor, writeFile } from "../core/egress.ts";
@@ -37,6 +39,7 @@ async function listen(host: string): Promise<{ server: Server; origin: string; s
       } else if (route === "/hang") {
         // Never answers: the test aborts.
       } else if (route === "/nolocation") res.writeHead(302).end("no location");
+      else if (route === "/oklocation") res.writeHead(200, { location: "/echo" }).end("ok with a location");
       else if (route === "/loop") {
         const n = Number(query?.split("=")[1] ?? 0);
         res.writeHead(302, { location: `/loop?n=${n + 1}` }).end();
@@ -69,7 +72,14 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
     const result = await fetch(`${v4.origin}/echo?x=1&y=two`, {
       method: "PUT",
       body: "payload",
-      headers: { "X-Probe": "yes", Host: "evil.example", Connection: "upgrade", "Transfer-Encoding": "chunked" },
+      headers: {
+        "X-Probe": "yes",
+        Host: "evil.example",
+        Connection: "upgrade",
+        Upgrade: "websocket",
+        "Transfer-Encoding": "chunked",
+        "content-length": "999",
+      },
     });
     assert.deepEqual([result.status, result.body, result.truncated, result.redirects], [200, "echo", false, 0]);
     assert.equal(result.url, `${v4.origin}/echo?x=1&y=two`);
@@ -79,6 +89,8 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
     assert.equal(seen.headers.host, new URL(v4.origin).host, "Host is the URL's, not the tool's");
     assert.notEqual(seen.headers.connection, "upgrade");
     assert.equal(seen.headers["transfer-encoding"], undefined);
+    assert.equal(seen.headers.upgrade, undefined);
+    assert.equal(seen.headers["content-length"], "7", "the body's own length");
   });
 
   it("joins a repeated answer header", async () => {
@@ -126,13 +138,18 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
     });
   });
 
-  it("returns a redirect status without a location as the answer", async () => {
+  it("returns an answer with a location but no redirect status, or the reverse, as it is", async () => {
     const result = await fetch(`${v4.origin}/nolocation`);
     assert.deepEqual([result.status, result.body, result.redirects], [302, "no location", 0]);
+    const ok = await fetch(`${v4.origin}/oklocation`);
+    assert.deepEqual([ok.status, ok.body, ok.redirects], [200, "ok with a location", 0]);
+    const bad = await fetch(`${v4.origin}/status/400`);
+    assert.deepEqual([bad.status, bad.redirects], [400, 0]);
   });
 
   for (
     const [status, method, after] of [
+      [300, "PUT", "PUT"],
       [303, "PUT", "GET"],
       [301, "POST", "GET"],
       [302, "POST", "GET"],
@@ -183,8 +200,20 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
   }
 });
 
-describe(`ctx.fetch to a declared IPv6 literal (${runtimeName})`, () => {
-  it("connects to the address itself, without resolving it", async (t) => {
+describe(`ctx.fetch to declared address literals (${runtimeName})`, () => {
+  it("connects to an IPv4 literal with parts of several digits, without resolving it", async () => {
+    await initPlatform();
+    // Linux routes all of 127/8 to loopback.
+    const v4 = await listen("127.10.100.254");
+    try {
+      const result = await fetchFor('tool "t"', [v4.origin], `${v4.origin}/echo`, {}, signal());
+      assert.deepEqual([result.status, result.body], [200, "echo"]);
+    } finally {
+      v4.server.close();
+    }
+  });
+
+  it("connects to an IPv6 literal, without resolving it", async (t) => {
     await initPlatform();
     let v6: Awaited<ReturnType<typeof listen>>;
     try {
@@ -283,4 +312,47 @@ describe(`declared origins (${runtimeName})`, () => {
       assert.equal(declaredOrigin(entry), origin);
     });
   }
+});
+
+describe(`ctx.fetch over https (${runtimeName})`, () => {
+  it("speaks TLS to an https origin and refuses a certificate no authority vouches for", async (t) => {
+    await initPlatform();
+    const work = tempDir();
+    try {
+      const key = path.join(work.dir, "key.pem");
+      const cert = path.join(work.dir, "cert.pem");
+      const made = spawnSync("openssl", [
+        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"],
+        ...["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+      ]);
+      if (made.error || made.status !== 0) {
+        t.skip("needs openssl to make a certificate (apt-get install openssl)");
+        return;
+      }
+      let requests = 0;
+      const server = createHttpsServer(
+        { key: readFileSync(key), cert: readFileSync(cert) },
+        (_req, res) => (requests++, res.end("secret")),
+      );
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      const origin = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
+      try {
+        await assert.rejects(fetchFor('tool "t"', [origin], `${origin}/`, {}, signal()), (error: unknown) => {
+          assert.ok(error instanceof WardenError);
+          assert.equal(error.code, "tool_failed");
+          // The self-signed certificate is refused in the TLS handshake: the words differ between runtimes.
+          assert.match(
+            error.message,
+            new RegExp(`^Fetch from ${origin} failed: .*(SELF_SIGNED|self-signed|UnknownIssuer)`, "i"),
+          );
+          return true;
+        });
+        assert.equal(requests, 0, "no request went over the refused connection");
+      } finally {
+        server.close();
+      }
+    } finally {
+      work.remove();
+    }
+  });
 });
