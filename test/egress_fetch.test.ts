@@ -43,9 +43,10 @@ async function listen(host: string): Promise<{ server: Server; origin: string; s
       else if (route === "/loop") {
         const n = Number(query?.split("=")[1] ?? 0);
         res.writeHead(302, { location: `/loop?n=${n + 1}` }).end();
-      } else if (route === "/chain") {
+      } else if (route === "/chain" || route === "/chain6") {
+        // 5 redirects to /echo, or 6.
         const n = Number(query?.split("=")[1] ?? 0);
-        res.writeHead(302, { location: n >= 4 ? "/echo" : `/chain?n=${n + 1}` }).end();
+        res.writeHead(302, { location: n >= (route === "/chain" ? 4 : 5) ? "/echo" : `${route}?n=${n + 1}` }).end();
       } else if (/^\/status\/\d+$/.test(route)) {
         res.writeHead(Number(route.slice(8)), { location: "/echo" }).end();
       } else res.writeHead(404).end();
@@ -79,6 +80,7 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
         Upgrade: "websocket",
         "Transfer-Encoding": "chunked",
         "content-length": "999",
+        "Keep-Alive": "timeout=99",
       },
     });
     assert.deepEqual([result.status, result.body, result.truncated, result.redirects], [200, "echo", false, 0]);
@@ -90,6 +92,7 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
     assert.notEqual(seen.headers.connection, "upgrade");
     assert.equal(seen.headers["transfer-encoding"], undefined);
     assert.equal(seen.headers.upgrade, undefined);
+    assert.equal(seen.headers["keep-alive"], undefined);
     assert.equal(seen.headers["content-length"], "7", "the body's own length");
   });
 
@@ -130,12 +133,14 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
   it("follows redirects within the declared origin, up to five", async () => {
     const result = await fetch(`${v4.origin}/chain?n=0`);
     assert.deepEqual([result.status, result.body, result.redirects, result.url], [200, "echo", 5, `${v4.origin}/echo`]);
-    await assert.rejects(fetch(`${v4.origin}/loop?n=0`), (error: unknown) => {
-      assert.ok(error instanceof WardenError);
-      assert.equal(error.code, "capability_denied");
-      assert.equal(error.message, `Too many redirects from ${v4.origin}/loop?n=0: more than 5`);
-      return true;
-    });
+    for (const start of ["/chain6?n=0", "/loop?n=0"]) {
+      await assert.rejects(fetch(`${v4.origin}${start}`), (error: unknown) => {
+        assert.ok(error instanceof WardenError);
+        assert.equal(error.code, "capability_denied");
+        assert.equal(error.message, `Too many redirects from ${v4.origin}${start}: more than 5`);
+        return true;
+      });
+    }
   });
 
   it("returns an answer with a location but no redirect status, or the reverse, as it is", async () => {
@@ -167,6 +172,17 @@ describe(`ctx.fetch against a loopback server (${runtimeName})`, () => {
 
   const refusals: { title: string; target: () => string; hosts?: string[]; message: () => string }[] = [
     { title: "a URL that is not one", target: () => "not a url", message: () => 'Invalid URL: "not a url"' },
+    {
+      title: "a scheme other than http and https",
+      target: () => "ftp://127.0.0.1/file",
+      message: () => 'tool "t" may not fetch "ftp://127.0.0.1/file": only http and https URLs',
+    },
+    {
+      title: "an origin it did not declare, naming those it did",
+      target: () => "http://127.0.0.1:9/echo",
+      hosts: ["http://a.example", "http://b.example"],
+      message: () => 'tool "t" may not fetch from http://127.0.0.1:9: it declared http://a.example, http://b.example',
+    },
     {
       title: "a user name alone in the URL",
       target: () => v4.origin.replace("//", "//user@") + "/echo",
@@ -259,6 +275,12 @@ describe(`ctx.fs.write's answer and refusals (${runtimeName})`, () => {
   });
 
   const refusals: { title: string; roots: string[]; data: unknown; message: string | RegExp }[] = [
+    {
+      title: "a root it did not declare, naming those it did",
+      roots: ["a", "b"],
+      data: "x",
+      message: 'tool "t" may not write in root "out": it declared a, b',
+    },
     {
       title: "a tool that declared no write root",
       roots: [],
