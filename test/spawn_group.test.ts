@@ -67,16 +67,32 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
         env.PATH = bin;
       }
       const root = path.join(work.dir, "root");
-      mkdirSync(root);
+      mkdirSync(path.join(root, "sub"), { recursive: true });
       // What the host says of its isolation, from the built-in tools (the fixture directory replaces them).
       const builtins = await connect({ env });
+      let facts: Record<string, unknown>;
       try {
-        const facts = await builtins.client.callTool({ name: "host_context", arguments: {} });
-        isolation = (facts.structuredContent as { gate: { isolation: { kind: string } } }).gate.isolation.kind;
+        const result = await builtins.client.callTool({ name: "host_context", arguments: {} });
+        facts = (result.structuredContent as { gate: { isolation: Record<string, unknown> } }).gate.isolation;
       } finally {
         await builtins.close();
       }
-      if (mode === "without bubblewrap") assert.equal(isolation, "none", "the test runs what it says it runs");
+      isolation = facts.kind as string;
+      if (mode === "without bubblewrap") {
+        assert.deepEqual(facts, {
+          kind: "none",
+          network: "host",
+          writes: "unrestricted",
+          detail: "bubblewrap (bwrap) is not installed: programs run with the host's network and file access",
+        }, "the test runs what it says it runs, and the host says so");
+      } else if (isolation === "bubblewrap") {
+        assert.deepEqual(facts, {
+          kind: "bubblewrap",
+          network: "unshared",
+          writes: "scratch-only",
+          detail: "bubblewrap: no network, the file system read-only but for a per-call scratch directory",
+        });
+      }
       session = await connect({
         env: { ...env, WARDEN_TOOLS_DIR: fixtureToolsDir },
         args: ["--root", `default=${root}`],
@@ -111,6 +127,29 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
       assert.equal(spawn.stdout, "started\n", "nothing the program forked spoke after the time limit");
       const gone = await eventually(() => processesWith(detached).length === 0 && processesWith(piped).length === 0);
       assert.ok(gone, `forked processes outlived the call: ${processesWith(detached)} ${processesWith(piped)}`);
+    });
+
+    it("runs in the directory asked for, with a scratch HOME and TMPDIR that are gone afterwards, and stdin", async () => {
+      const spawn = await run({
+        argv: [
+          "sh",
+          "-c",
+          'pwd; echo "$HOME"; echo "$TMPDIR"; echo "$LANG"; cat; test -d "$HOME" && echo scratch-there',
+        ],
+        cwd: "sub",
+        stdin: "from stdin\n",
+      });
+      const [cwd, home, tmp, lang, input, there] = spawn.stdout.split("\n");
+      assert.deepEqual([cwd, lang, input, there, spawn.exitCode], [
+        path.join(work.dir, "root", "sub"),
+        "C.UTF-8",
+        "from stdin",
+        "scratch-there",
+        0,
+      ]);
+      assert.equal(home, tmp);
+      assert.match(home, /\/warden-gate-[^/]+$/);
+      assert.ok(!existsSync(home), "the scratch directory was removed");
     });
 
     it("stops a program that floods its output forever, promptly, keeping what fits", async () => {
