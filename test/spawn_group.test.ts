@@ -8,7 +8,8 @@
 // processes themselves show: their output through the pipe, and the process
 // table (by a unique argument, since pids inside bubblewrap are its own).
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -34,6 +35,14 @@ function which(name: string): string {
   throw new Error(`${name} is not on PATH`);
 }
 
+/** Whether bubblewrap is installed and can give a program no network and a read-only file system here. */
+function bubblewrapWorks(): boolean {
+  const bwrap = (process.env.PATH ?? "").split(path.delimiter).map((d) => path.join(d, "bwrap")).find(existsSync);
+  if (!bwrap) return false;
+  const args = ["--unshare-net", "--unshare-ipc", "--unshare-pid", "--die-with-parent", "--ro-bind", "/", "/"];
+  return spawnSync(bwrap, [...args, "--dev", "/dev", "--proc", "/proc", "--", "true"]).status === 0;
+}
+
 /** Pids of live (not zombie) processes whose command line contains `word` as an argument. */
 function processesWith(word: string): number[] {
   const found: number[] = [];
@@ -55,7 +64,6 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
   describe(`ctx.spawn limits, ${mode} (${runtimeName})`, () => {
     let session: Session;
     let work: { dir: string; remove: () => void };
-    let isolation: string;
     before(async () => {
       work = tempDir();
       const env: Record<string, string> = {};
@@ -64,12 +72,17 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
         const bin = path.join(work.dir, "bin");
         mkdirSync(bin);
         for (const name of PROGRAMS) symlinkSync(which(name), path.join(bin, name));
-        env.PATH = bin;
+        // Before it on PATH, what warden must pass over: a directory named like a program, and a relative entry
+        // (warden starts in work.dir) holding an impostor.
+        mkdirSync(path.join(work.dir, "dirs", "cat"), { recursive: true });
+        mkdirSync(path.join(work.dir, "rel"));
+        writeFileSync(path.join(work.dir, "rel", "head"), "#!/bin/sh\necho impostor\n", { mode: 0o755 });
+        env.PATH = ["rel", path.join(work.dir, "dirs"), bin].join(path.delimiter);
       }
       const root = path.join(work.dir, "root");
       mkdirSync(path.join(root, "sub"), { recursive: true });
       // What the host says of its isolation, from the built-in tools (the fixture directory replaces them).
-      const builtins = await connect({ env });
+      const builtins = await connect({ env, cwd: work.dir });
       let facts: Record<string, unknown>;
       try {
         const result = await builtins.client.callTool({ name: "host_context", arguments: {} });
@@ -77,7 +90,6 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
       } finally {
         await builtins.close();
       }
-      isolation = facts.kind as string;
       if (mode === "without bubblewrap") {
         assert.deepEqual(facts, {
           kind: "none",
@@ -85,7 +97,8 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
           writes: "unrestricted",
           detail: "bubblewrap (bwrap) is not installed: programs run with the host's network and file access",
         }, "the test runs what it says it runs, and the host says so");
-      } else if (isolation === "bubblewrap") {
+      } else if (bubblewrapWorks()) {
+        // Where bubblewrap works, warden uses it.
         assert.deepEqual(facts, {
           kind: "bubblewrap",
           network: "unshared",
@@ -96,6 +109,7 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
       session = await connect({
         env: { ...env, WARDEN_TOOLS_DIR: fixtureToolsDir },
         args: ["--root", `default=${root}`],
+        cwd: work.dir,
       });
     });
     after(async () => {
@@ -150,6 +164,13 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
       assert.equal(home, tmp);
       assert.match(home, /\/warden-gate-[^/]+$/);
       assert.ok(!existsSync(home), "the scratch directory was removed");
+    });
+
+    it("runs the programs PATH names, never a directory or a relative entry's", async () => {
+      const head = await run({ argv: ["head", "-c", "5", "/dev/zero"] });
+      assert.deepEqual([head.exitCode, head.stdout], [0, "\0".repeat(5)]);
+      const cat = await run({ argv: ["cat"], stdin: "real cat\n" });
+      assert.deepEqual([cat.exitCode, cat.stdout], [0, "real cat\n"]);
     });
 
     it("stops a program that floods its output forever, promptly, keeping what fits", async () => {

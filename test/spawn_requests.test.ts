@@ -3,14 +3,30 @@
 // devices a program may be pointed at, and what each refusal says. What a
 // refused request would have run writes a marker, which stays absent.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
 import { openRoots, type RootFs } from "../core/roots.ts";
 import { Spawner, type SpawnRequest } from "../core/spawn.ts";
-import { runtimeName, tempDir } from "./helpers.ts";
+import process from "node:process";
+import { eventually, runtimeName, tempDir } from "./helpers.ts";
+
+/** Whether a live process has `word` among its arguments (Linux /proc). */
+function running(word: string): boolean {
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").includes(word)) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z") return true;
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return false;
+}
 
 describe(`ctx.spawn requests (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
@@ -21,6 +37,7 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     await initPlatform();
     work = tempDir();
     mkdirSync(path.join(work.dir, "root", "sub"), { recursive: true });
+    mkdirSync(path.join(work.dir, "second"));
     fs = await openRoots([{ id: "root", path: path.join(work.dir, "root") }]);
     spawner = new Spawner();
     await spawner.resolve(["sh", "cat", "head", "printenv", "no-such-program-here"]);
@@ -82,10 +99,11 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     });
   }
 
-  it("refuses an environment value with a NUL, and accepts ordinary names and values", async () => {
+  it("refuses an environment value with a NUL, and accepts ordinary names, even ones that contain a refused one", async () => {
     await refused(spawn(touch(), { env: { GOOD_NAME: "a\0b" } }), /^Environment variable "GOOD_NAME" refused/);
-    const ok = await spawn(["printenv", "GOOD_NAME", "_UNDER"], { env: { GOOD_NAME: "a b", _UNDER: "1" } });
-    assert.equal(ok.stdout, "a b\n1\n");
+    const names = ["GOOD_NAME", "_UNDER", "BUILD_DIR", "MYPATH", "PATHEXT", "HOMEPAGE", "OLD_ENV"];
+    const ok = await spawn(["printenv", ...names], { env: Object.fromEntries(names.map((n) => [n, n.toLowerCase()])) });
+    assert.equal(ok.stdout, names.map((n) => n.toLowerCase() + "\n").join(""));
   });
 
   it("refuses argv that is not a non-empty array of strings without NUL", async () => {
@@ -124,6 +142,41 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     );
   });
 
+  it("refuses an absolute path inside a root that a symlink leads out of, with the whole message", async () => {
+    const link = path.join(work.dir, "root", "out-link");
+    symlinkSync(work.dir, link);
+    writeFileSync(path.join(work.dir, "outside.txt"), "outside\n");
+    try {
+      // A file that exists, and one a program would create: both outside, through the link.
+      for (const file of [`${link}/outside.txt`, `${link}/new/ran`, `--output=${link}/ran`]) {
+        await refused(
+          spawn(["head", file]),
+          `Argument ${JSON.stringify(file)} refused for tool "t": it names a path outside the roots; ` +
+            "pass paths inside a root, relative to the working directory",
+        );
+      }
+    } finally {
+      rmSync(link);
+    }
+  });
+
+  it("accepts a root itself and paths in any of the roots", async () => {
+    const two = await openRoots([
+      { id: "root", path: path.join(work.dir, "root") },
+      { id: "second", path: path.join(work.dir, "second") },
+    ]);
+    const result = await spawner.spawn(
+      'tool "t"',
+      ["sh"],
+      two,
+      ["sh", "-c", "echo ok", path.join(work.dir, "root"), path.join(work.dir, "second", "file")],
+      {},
+      new AbortController().signal,
+      Date.now() + 30_000,
+    );
+    assert.equal(result.stdout, "ok\n");
+  });
+
   it("accepts paths inside the root, absolute or climbing back into it", async () => {
     const root = path.join(work.dir, "root");
     const inside = await spawn(["sh", "-c", "pwd", `${root}/sub`, "sub/../sub", "--dir=../root/sub"], { cwd: "sub" });
@@ -142,6 +195,46 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
       [result.stdout, result.stdoutTruncated, result.stderr.length, result.stderrTruncated],
       ["out\n", false, 100, true],
     );
+  });
+
+  it("lets a program that goes somewhat past the cap finish", async () => {
+    const result = await spawn(["sh", "-c", "head -c 3000 /dev/zero; echo done >&2"], { maxOutputBytes: 1000 });
+    assert.deepEqual(
+      [result.exitCode, result.stderr, result.stdout.length, result.stdoutTruncated],
+      [0, "done\n", 1000, true],
+    );
+  });
+
+  it("stops a program that floods stderr forever", async () => {
+    const result = await spawn(["sh", "-c", "cat /dev/zero >&2"], { maxOutputBytes: 1000, timeoutMs: 5000 });
+    assert.deepEqual([result.timedOut, result.signal, result.stderr.length, result.stderrTruncated], [
+      false,
+      "SIGKILL",
+      1000,
+      true,
+    ]);
+  });
+
+  it("stops a running program when its call is aborted, and times it honestly", async () => {
+    const controller = new AbortController();
+    const tag = `32.${process.pid}${Date.now() % 100000}`;
+    const started = performance.now();
+    const pending = spawner.spawn(
+      'tool "t"',
+      ["sh"],
+      fs,
+      ["sh", "-c", `exec sleep ${tag}`],
+      { timeoutMs: 10_000 },
+      controller.signal,
+      Date.now() + 60_000,
+    );
+    // Aborted once the program runs, as the process table shows.
+    assert.ok(await eventually(() => running(tag)), "the program started");
+    controller.abort();
+    const result = await pending;
+    const wall = performance.now() - started;
+    assert.deepEqual([result.timedOut, result.signal, result.exitCode], [false, "SIGKILL", null]);
+    assert.ok(result.durationMs >= 0 && result.durationMs <= wall + 1, `${result.durationMs} ms of ${wall}`);
   });
 
   it("keeps output at exactly the cap untruncated", async () => {
