@@ -182,3 +182,39 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
     });
   });
 }
+
+describe(`a bubblewrap that cannot isolate (${runtimeName})`, () => {
+  for (
+    const [stderr, detail] of [
+      ["bwrap: No permissions to create new namespace\nmore", "bwrap: No permissions to create new namespace"],
+      ["", "exit 1"],
+    ]
+  ) {
+    it(`is not claimed as isolation, and says why (${detail})`, async () => {
+      const work = tempDir();
+      try {
+        const bin = path.join(work.dir, "bin");
+        mkdirSync(bin);
+        for (const name of PROGRAMS) symlinkSync(which(name), path.join(bin, name));
+        // A bwrap that fails as one does where user namespaces are off.
+        const script = stderr.split("\n").filter(Boolean).map((line) => `echo '${line}' >&2; `).join("") + "exit 1";
+        writeFileSync(path.join(bin, "bwrap"), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+        const session = await connect({ env: { PATH: bin } });
+        try {
+          const result = await session.client.callTool({ name: "host_context", arguments: {} });
+          const isolation = (result.structuredContent as { gate: { isolation: unknown } }).gate.isolation;
+          assert.deepEqual(isolation, {
+            kind: "none",
+            network: "host",
+            writes: "unrestricted",
+            detail: `bubblewrap cannot isolate here (${detail})`,
+          });
+        } finally {
+          await session.close();
+        }
+      } finally {
+        work.remove();
+      }
+    });
+  }
+});

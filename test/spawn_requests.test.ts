@@ -184,9 +184,11 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     assert.equal(inside.stdout, `${root}/sub\n`, "the working directory is the one asked for, inside the root");
   });
 
-  it("gives the program its stdin, then closes it", async () => {
+  it("gives the program its stdin, then closes it; nothing when none is given", async () => {
     const result = await spawn(["cat"], { stdin: "line one\nline two\n" });
     assert.deepEqual([result.exitCode, result.stdout], [0, "line one\nline two\n"]);
+    const none = await spawn(["cat"]);
+    assert.deepEqual([none.exitCode, none.stdout], [0, ""]);
   });
 
   it("caps stderr on its own, and says so", async () => {
