@@ -118,6 +118,11 @@ describe(`the lock file (${runtimeName})`, () => {
       message: 'duplicate key "lockVersion" in $ at offset 30',
     },
     {
+      title: "no object at all",
+      text: () => "null",
+      message: "(root): Invalid type: Expected Object but received null",
+    },
+    {
       title: "another version",
       text: () => '{"lockVersion":2,"plugins":{}}',
       message: "lockVersion: Invalid type: Expected 1 but received 2",
