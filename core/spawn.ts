@@ -245,6 +245,8 @@ export class Spawner {
     }, timeoutMs);
     const onAbort = () => child.kill("SIGKILL");
     signal?.addEventListener("abort", onAbort, { once: true });
+    // Aborted while the program was being set up: no event will come.
+    if (signal?.aborted) onAbort();
     if (stdin !== undefined) child.write(stdin);
     child.end();
     try {
@@ -296,13 +298,7 @@ async function refuseOutsidePaths(who: string, fs: RootFs, cwd: string, args: re
       const climbs = !absolute && text.split(/[\\/]/).includes("..") ? path.resolve(cwd, text) : null;
       const target = absolute ?? climbs;
       if (!home && target === null) continue;
-      let real = target ?? "";
-      try {
-        if (target !== null) real = await platform().fs.realPath(target);
-      } catch {
-        // A path that does not exist yet is judged by where it would be.
-      }
-      if (home || !inside(real)) {
+      if (home || (target !== null && !inside(await wouldBe(target)))) {
         throw new WardenError(
           "capability_denied",
           problem(
@@ -312,6 +308,25 @@ async function refuseOutsidePaths(who: string, fs: RootFs, cwd: string, args: re
           ),
         );
       }
+    }
+  }
+}
+
+/**
+ * Where `target` is or would be: the real path of its deepest part that
+ * exists, with the rest appended, so a symlink on the way counts even when the
+ * file itself does not exist yet.
+ */
+async function wouldBe(target: string): Promise<string> {
+  let rest = "";
+  for (let at = target;;) {
+    try {
+      return path.join(await platform().fs.realPath(at), rest);
+    } catch {
+      const parent = path.dirname(at);
+      if (parent === at) return target;
+      rest = path.join(path.basename(at), rest);
+      at = parent;
     }
   }
 }

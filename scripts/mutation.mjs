@@ -1,0 +1,211 @@
+// Mutation testing of the security-critical modules with StrykerJS: plants
+// one plausible bug at a time (a flipped condition, a dropped call, a changed
+// constant) and runs the suites that guard that module against it, under deno
+// on the source (no build per mutant). A mutant no suite notices is a test
+// that is missing, or a mutant that changes nothing (see scripts/README.md).
+//
+// Usage: node scripts/mutation.mjs [--list | --summary | --help] [module ...]
+//   module: a key of MODULES below (default: all of them, in that order)
+//   --list: each module, its file and its suites; --summary: the table and the
+//   survivors of the last reports, without running anything
+// StrykerJS is installed on first use into .bench/mutation/ (gitignored), never
+// as a dependency of warden; reports go to .bench/mutation/reports/.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+
+const repoRoot = fileURLToPath(new URL("../", import.meta.url));
+const workDir = path.join(repoRoot, ".bench", "mutation");
+const reportsDir = path.join(workDir, "reports");
+const STRYKER_VERSION = "9.6.1"; // 10.x needs node 22; warden supports node 20.
+
+/** Each module and the suites (test/<name>.test.ts) that guard it. */
+export const MODULES = {
+  lock: { file: "core/plugins/lock.ts", suites: ["lock_file", "pins", "plugins"] },
+  policy: { file: "core/policy.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
+  egress: {
+    file: "core/egress.ts",
+    suites: ["egress_fetch", "egress_ranges", "egress"],
+    // Every describe but the DNS rebinding one, whose fake DNS server answers by query count and fails the initial
+    // run on a loaded machine.
+    filter: "/^(external-side-effect|isNonPublicAddress|ctx\\.fetch (refuses|against a loopback|to declared|over)|" +
+      "ctx\\.fs\\.write|declared origins)/",
+  },
+  spawn: { file: "core/spawn.ts", suites: ["spawn_requests", "spawn_group", "gate"] },
+  allowed_signers: { file: "core/plugins/allowed_signers.ts", suites: ["sshsig", "pins", "plugins"] },
+  sshsig: { file: "core/plugins/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
+  ledger: { file: "core/ledger.ts", suites: ["policy_ledger", "ledger_rows"] },
+  roots: { file: "core/roots.ts", suites: ["roots"] },
+};
+
+function fail(message) {
+  process.stderr.write(`mutation: ${message}\n`);
+  process.exit(2);
+}
+
+function denoBinary() {
+  // The binary itself: node_modules/.bin/deno is a node script that starts it, ~100 ms more per mutant.
+  const direct = path.join(repoRoot, "node_modules/@deno/linux-x64-glibc/deno");
+  if (existsSync(direct)) return direct;
+  const shim = path.join(repoRoot, "node_modules/.bin/deno");
+  if (existsSync(shim)) return shim;
+  return fail("no deno under node_modules: run npm install first");
+}
+
+/** Installs StrykerJS into .bench/mutation/ once; returns its CLI. */
+function stryker() {
+  const cli = path.join(workDir, "node_modules/@stryker-mutator/core/bin/stryker.js");
+  const installed = path.join(workDir, "node_modules/@stryker-mutator/core/package.json");
+  if (existsSync(installed) && JSON.parse(readFileSync(installed, "utf8")).version === STRYKER_VERSION) return cli;
+  mkdirSync(workDir, { recursive: true });
+  // A package.json of its own, so npm installs here and never touches warden's package.json or lock file.
+  writeFileSync(path.join(workDir, "package.json"), JSON.stringify({ name: "warden-mutation", private: true }) + "\n");
+  process.stderr.write(`mutation: installing @stryker-mutator/core@${STRYKER_VERSION} into .bench/mutation/ ...\n`);
+  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+  const result = spawnSync(
+    npm,
+    ["install", "--no-audit", "--no-fund", "--no-save", `@stryker-mutator/core@${STRYKER_VERSION}`],
+    { cwd: workDir, stdio: "inherit" },
+  );
+  if (result.status !== 0) fail(`npm install of StrykerJS failed (status ${result.status})`);
+  return cli;
+}
+
+/** The StrykerJS configuration for one module. */
+function configFor(key, { file, suites, filter }) {
+  const deno = denoBinary();
+  const tests = suites.map((s) => `test/${s}.test.ts`);
+  for (const test of tests) if (!existsSync(path.join(repoRoot, test))) fail(`${test} (for ${file}) does not exist`);
+  return {
+    $schema: "./node_modules/@stryker-mutator/core/schema/stryker-schema.json",
+    testRunner: "command",
+    // --no-check: the instrumented module carries // @ts-nocheck anyway, and type checking each run costs seconds.
+    commandRunner: {
+      command: [
+        deno,
+        ...["test", "--no-prompt", "--allow-all", "--no-check", "--fail-fast"],
+        ...(filter ? ["--filter", `'${filter}'`] : []),
+        ...tests,
+      ].join(" "),
+    },
+    mutate: [file],
+    // The sandbox gets what the suites read: sources, fixtures, schemas and the vendored SDK deno.json maps.
+    ignorePatterns: [
+      "**",
+      "!core/**",
+      "!tools/**",
+      "!test/**",
+      "!schema/**",
+      "!plugins/**",
+      "!scripts/**",
+      "!dist/vendor/**",
+      "!deno.json",
+      "!package.json",
+      "!README.md",
+    ],
+    // Two cores shared: one mutant at a time. A mutant that hangs a suite counts as detected (Timeout).
+    concurrency: 1,
+    timeoutMS: 20_000,
+    coverageAnalysis: "off",
+    // deno runs the sources unchecked (--no-check); left on, StrykerJS would also prepend // @ts-nocheck to files that
+    // are not mutated, such as a signed plugin's bundle, whose digest would then no longer match.
+    disableTypeChecks: false,
+    tempDirName: path.relative(repoRoot, path.join(workDir, "tmp")),
+    cleanTempDir: true,
+    reporters: ["clear-text", "progress", "json"],
+    jsonReporter: { fileName: path.relative(repoRoot, path.join(reportsDir, `${key}.json`)) },
+    clearTextReporter: { allowColor: false, logTests: false, reportMutants: false },
+    thresholds: { high: 90, low: 80, break: null },
+  };
+}
+
+/** Survivors and the score of one module's JSON report. */
+function summarize(key) {
+  const report = JSON.parse(readFileSync(path.join(reportsDir, `${key}.json`), "utf8"));
+  const rows = [];
+  let detected = 0;
+  let valid = 0;
+  const survivors = [];
+  for (const [file, { mutants, source }] of Object.entries(report.files)) {
+    const lines = source.split("\n");
+    for (const m of mutants) {
+      if (m.status === "Killed" || m.status === "Timeout") detected++;
+      if (m.status === "Killed" || m.status === "Timeout" || m.status === "Survived" || m.status === "NoCoverage") {
+        valid++;
+      }
+      if (m.status === "Survived" || m.status === "NoCoverage") {
+        const line = m.location.start.line;
+        survivors.push(
+          `${file}:${line} ${m.mutatorName}: ${lines[line - 1].trim().slice(0, 100)}  =>  ${
+            (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 100)
+          }`,
+        );
+      }
+    }
+  }
+  rows.push({ key, valid, detected, score: valid ? (100 * detected) / valid : 100, survivors });
+  return rows[0];
+}
+
+const argv = process.argv.slice(2);
+if (argv.includes("--help")) {
+  const lines = readFileSync(fileURLToPath(import.meta.url), "utf8").split("\n");
+  process.stdout.write(lines.slice(0, lines.findIndex((line) => !line.startsWith("//"))).join("\n") + "\n");
+  process.exit(0);
+}
+if (argv.includes("--list")) {
+  for (const [key, { file, suites }] of Object.entries(MODULES)) {
+    process.stdout.write(`${key}\t${file}\t${suites.join(" ")}\n`);
+  }
+  process.exit(0);
+}
+const summaryOnly = argv.includes("--summary");
+const keys = argv.filter((a) => !a.startsWith("--"));
+for (const key of keys) if (!(key in MODULES)) fail(`unknown module ${key}: one of ${Object.keys(MODULES).join(", ")}`);
+const selected = keys.length ? keys : Object.keys(MODULES);
+
+const failed = [];
+if (!summaryOnly) {
+  const cli = stryker();
+  if (!existsSync(path.join(repoRoot, "dist/vendor/mcp-sdk.js"))) fail("dist/vendor/ is missing: run npm run build");
+  mkdirSync(reportsDir, { recursive: true });
+  for (const key of selected) {
+    const configFile = path.join(workDir, `${key}.conf.json`);
+    writeFileSync(configFile, JSON.stringify(configFor(key, MODULES[key]), null, 2) + "\n");
+    const started = Date.now();
+    process.stderr.write(`\nmutation: ${MODULES[key].file} against ${MODULES[key].suites.join(", ")}\n`);
+    const result = spawnSync(process.execPath, [cli, "run", configFile], { cwd: repoRoot, stdio: "inherit" });
+    const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+    if (result.status !== 0) {
+      // One module's failure (a suite that fails without any mutant, say) does not stop the others.
+      process.stderr.write(`mutation: StrykerJS failed on ${MODULES[key].file} (status ${result.status})\n`);
+      failed.push(key);
+      continue;
+    }
+    writeFileSync(path.join(reportsDir, `${key}.minutes`), minutes + "\n");
+  }
+}
+
+// The summary: one line per module, then every survivor with its line and replacement.
+const summaries = selected.filter((key) => existsSync(path.join(reportsDir, `${key}.json`))).map(summarize);
+process.stdout.write("| module | mutants | detected | score | minutes |\n|---|---:|---:|---:|---:|\n");
+for (const s of summaries) {
+  const minutesFile = path.join(reportsDir, `${s.key}.minutes`);
+  const minutes = existsSync(minutesFile) ? readFileSync(minutesFile, "utf8").trim() : "?";
+  process.stdout.write(
+    `| ${MODULES[s.key].file} | ${s.valid} | ${s.detected} | ${s.score.toFixed(1)}% | ${minutes} |\n`,
+  );
+}
+for (const s of summaries) {
+  if (s.survivors.length === 0) continue;
+  process.stdout.write(`\n${MODULES[s.key].file}: ${s.survivors.length} survivors\n`);
+  for (const line of s.survivors) process.stdout.write(`  ${line}\n`);
+}
+if (failed.length) {
+  process.stdout.write(
+    `\nStrykerJS failed on ${failed.map((key) => MODULES[key].file).join(", ")}: see its output above\n`,
+  );
+  process.exit(1);
+}
