@@ -69,18 +69,65 @@ export async function writeFile(
   };
 }
 
-/** Is `address` loopback, private, link-local, unspecified or otherwise not the public internet? */
+function isNonPublicIpv4(a: number, b: number): boolean {
+  return a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 198 && (b === 18 || b === 19)) ||
+    a >= 224;
+}
+
+/** The eight 16-bit groups of an IPv6 address in any of its written forms (`::`, a dotted IPv4 tail), or null. */
+function ipv6Groups(text: string): number[] | null {
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const groupsOf = (part: string): number[] | null => {
+    if (part === "") return [];
+    const out: number[] = [];
+    const pieces = part.split(":");
+    for (const [i, piece] of pieces.entries()) {
+      const v4 = i === pieces.length - 1 ? /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(piece) : null;
+      if (v4) {
+        const [a, b, c, d] = v4.slice(1).map(Number);
+        if (Math.max(a, b, c, d) > 255) return null;
+        out.push((a << 8) | b, (c << 8) | d);
+      } else if (/^[0-9a-f]{1,4}$/.test(piece)) {
+        out.push(parseInt(piece, 16));
+      } else {
+        return null;
+      }
+    }
+    return out;
+  };
+  const head = groupsOf(halves[0]);
+  const tail = halves.length === 2 ? groupsOf(halves[1]) : [];
+  if (!head || !tail) return null;
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return null;
+  return [...head, ...new Array(missing).fill(0), ...tail];
+}
+
+/**
+ * Is `address` loopback, private, link-local, unspecified or otherwise not the public internet? IPv6 forms that
+ * carry an IPv4 address (mapped, NAT64, 6to4) are judged by that address, in any written form; IPv4-compatible,
+ * Teredo, discard-only, unique-local, link- and site-local and multicast addresses are refused, and so is anything
+ * that does not read as an address.
+ */
 export function isNonPublicAddress(address: string): boolean {
-  const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address.replace(/^::ffff:/i, ""));
-  if (v4) {
-    const [a, b] = [Number(v4[1]), Number(v4[2])];
-    return a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b <= 127) || (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 198 && (b === 18 || b === 19)) ||
-      a >= 224;
+  const text = address.toLowerCase().replace(/^\[|\]$/g, "").replace(/%.*$/, "");
+  const v4 = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4) return isNonPublicIpv4(Number(v4[1]), Number(v4[2]));
+  const g = ipv6Groups(text);
+  if (!g) return true;
+  const embedded = (high: number) => isNonPublicIpv4(high >> 8, high & 0xff);
+  const zeroUpTo = (n: number) => g.slice(0, n).every((group) => group === 0);
+  if (zeroUpTo(5) && g[5] === 0xffff) return embedded(g[6]); // ::ffff:0:0/96, IPv4-mapped
+  if (zeroUpTo(6)) return true; // ::/96: unspecified, loopback, IPv4-compatible (deprecated)
+  if (g[0] === 0x64 && g[1] === 0xff9b) {
+    return g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0 ? embedded(g[6]) : true; // NAT64
   }
-  const v6 = address.toLowerCase().replace(/^\[|\]$/g, "");
-  return v6 === "::" || v6 === "::1" || v6.startsWith("fc") || v6.startsWith("fd") || v6.startsWith("fe8") ||
-    v6.startsWith("fe9") || v6.startsWith("fea") || v6.startsWith("feb") || v6.startsWith("ff");
+  if (g[0] === 0x2002) return embedded(g[1]); // 6to4
+  if (g[0] === 0x2001 && g[1] === 0) return true; // Teredo
+  if (g[0] === 0x100 && g[1] === 0 && g[2] === 0 && g[3] === 0) return true; // discard-only
+  return (g[0] & 0xfe00) === 0xfc00 || (g[0] & 0xff80) === 0xfe80 || (g[0] & 0xff00) === 0xff00;
 }
 
 function isIpLiteral(host: string): boolean {
