@@ -120,7 +120,12 @@ describe(`the lock file (${runtimeName})`, () => {
     {
       title: "no object at all",
       text: () => "null",
-      message: "(root): Invalid type: Expected Object but received null",
+      message: "(root): expected a JSON object, received null",
+    },
+    {
+      title: "an array",
+      text: () => "[]",
+      message: "(root): expected a JSON object, received []",
     },
     {
       title: "another version",
@@ -188,7 +193,7 @@ describe(`the lock file (${runtimeName})`, () => {
         stderr.startsWith(`warden: Cannot read the plugin lock file ${env.WARDEN_PLUGINS_LOCK}: `),
         stderr,
       );
-      assert.match(stderr, /: (EISDIR|Is a directory)/);
+      assert.match(stderr, /: it is a directory, not a regular file\n$/);
     } finally {
       rmSync(env.WARDEN_PLUGINS_LOCK, { recursive: true, force: true });
     }

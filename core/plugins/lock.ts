@@ -3,7 +3,7 @@
 // version run.
 import * as v from "valibot";
 import { prettyCanonicalJson } from "../canonical_json.ts";
-import { messageOf, problem, WardenError } from "../errors.ts";
+import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { parseStrictJson } from "./strict_json.ts";
 
@@ -54,11 +54,15 @@ export async function readLock(file: string): Promise<PluginLock> {
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const where = (issue.path ?? []).map((p) => (p as { key: unknown }).key).join(".") || "(root)";
+    // valibot reads an array's indexes as keys ("lockVersion: Invalid key"): say what the file is instead.
+    const what = typeof value !== "object" || value === null || Array.isArray(value)
+      ? `(root): expected a JSON object, received ${received(value)}`
+      : `${where}: ${issue.message}`;
     throw new WardenError(
       "invalid_trust_store",
       problem(
         `Invalid plugin lock file ${file}`,
-        `${where}: ${issue.message}`,
+        what,
         'fix it, or delete it and pin again with "warden plugin trust"',
       ),
     );
