@@ -24,12 +24,6 @@ export const LEDGER_VERSION = 2;
 const NATIVE_HASH_AFTER = 4096;
 /** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
 const UNCHANGED_MARGIN_MS = 2000;
-/**
- * Argument texts up to this many characters keep their digest, up to ARGS_MEMO_ENTRIES of them (then the memo starts
- * over): agents repeat small arguments (`{}`, a path, a query), and their sha256 was ~15% of the ledger's own CPU.
- */
-const ARGS_MEMO_MAX_TEXT = 256;
-const ARGS_MEMO_ENTRIES = 1024;
 /** Tools whose row text is kept (then it starts over): more than a catalog holds. */
 const WHO_ENTRIES = 4096;
 /** `prev` of a file's first row. */
@@ -205,8 +199,9 @@ export class Ledger {
   readonly #pid = platform().pid();
   #second = -1;
   #secondPrefix = "";
-  /** Digests of recent short argument texts, by text. */
-  #argsDigests = new Map<string, string>();
+  /** The last argument text hashed, and its digest. */
+  #argsText = "";
+  #argsDigest = "";
   #whos = new Map<string, Who>();
 
   constructor(dir: string, openFile: OpenAppendOnly = (p) => platform().fs.createAppendOnly(p)) {
@@ -223,14 +218,12 @@ export class Ledger {
       // Not canonicalizable (a non-finite number): still one text per value.
       text = JSON.stringify(args ?? {}) ?? "";
     }
-    let digest = this.#argsDigests.get(text);
-    if (digest === undefined) {
-      digest = "sha256:" + platform().sha256Hex(text);
-      if (text.length <= ARGS_MEMO_MAX_TEXT) {
-        if (this.#argsDigests.size >= ARGS_MEMO_ENTRIES) this.#argsDigests.clear();
-        this.#argsDigests.set(text, digest);
-      }
-    }
+    // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash was ~15% of the
+    // ledger's own CPU. One entry, not a map: keeping many texts cost more on distinct arguments than it saved.
+    if (text === this.#argsText) return this.#argsDigest;
+    const digest = "sha256:" + platform().sha256Hex(text);
+    this.#argsText = text;
+    this.#argsDigest = digest;
     return digest;
   }
 
