@@ -24,6 +24,8 @@ export const LEDGER_VERSION = 2;
 const NATIVE_HASH_AFTER = 4096;
 /** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
 const UNCHANGED_MARGIN_MS = 2000;
+/** Tools whose row text is kept (then it starts over): more than a catalog holds. */
+const WHO_ENTRIES = 4096;
 /** `prev` of a file's first row. */
 export const GENESIS = "sha256:" + "0".repeat(64);
 
@@ -135,10 +137,36 @@ function nullableString(value: string | null): string {
   return value === null ? "null" : JSON.stringify(value);
 }
 
+/**
+ * `String(ms)` for a duration rounded to the µs, as `governedCall` gives it, from the whole µs: a double's
+ * shortest form cost a tenth of the row. Anything else goes to String.
+ */
+export function durationText(ms: number): string {
+  const us = Math.round(ms * 1000);
+  if (!(us >= 0 && us <= Number.MAX_SAFE_INTEGER && us / 1000 === ms)) return String(ms);
+  const whole = Math.floor(us / 1000);
+  const fraction = us - whole * 1000;
+  if (fraction === 0) return String(whole);
+  if (fraction % 100 === 0) return `${whole}.${fraction / 100}`;
+  if (fraction % 10 === 0) return `${whole}.${fraction < 100 ? "0" : ""}${fraction / 10}`;
+  return `${whole}.${fraction < 10 ? "00" : fraction < 100 ? "0" : ""}${fraction}`;
+}
+
 function pluginField(plugin: LedgerCall["plugin"]): string {
   return plugin
     ? `{"id":${JSON.stringify(plugin.id)},"manifestDigest":${JSON.stringify(plugin.manifestDigest)}}`
     : "null";
+}
+
+/** What a row says of who calls which tool, as text: before `prev`, after it, before seq, after time. */
+interface Who {
+  readonly risk: RiskClass;
+  readonly plugin: LedgerCall["plugin"];
+  readonly principalValue: string | null;
+  readonly pluginPrev: string;
+  readonly principal: string;
+  readonly riskSeq: string;
+  readonly toolEnd: string;
 }
 
 /** Rows queued in one turn, written with one append; every call in it waits on `done`. */
@@ -171,6 +199,10 @@ export class Ledger {
   readonly #pid = platform().pid();
   #second = -1;
   #secondPrefix = "";
+  /** The last argument text hashed, and its digest. */
+  #argsText = "";
+  #argsDigest = "";
+  #whos = new Map<string, Who>();
 
   constructor(dir: string, openFile: OpenAppendOnly = (p) => platform().fs.createAppendOnly(p)) {
     this.#dir = dir;
@@ -186,7 +218,13 @@ export class Ledger {
       // Not canonicalizable (a non-finite number): still one text per value.
       text = JSON.stringify(args ?? {}) ?? "";
     }
-    return "sha256:" + platform().sha256Hex(text);
+    // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash was ~15% of the
+    // ledger's own CPU. One entry, not a map: keeping many texts cost more on distinct arguments than it saved.
+    if (text === this.#argsText) return this.#argsDigest;
+    const digest = "sha256:" + platform().sha256Hex(text);
+    this.#argsText = text;
+    this.#argsDigest = digest;
+    return digest;
   }
 
   /**
@@ -197,15 +235,16 @@ export class Ledger {
   call(entry: LedgerCall): Promise<AppendOutcome> {
     if (this.#broken) return Promise.resolve(this.#broken);
     const seq = this.#next();
+    const who = this.#who(entry);
     this.#queue.push(
       `{"argsHash":"${entry.argsHash}","decision":"${entry.decision}","durationMs":${
-        String(entry.durationMs)
+        durationText(entry.durationMs)
       },"errorCode":${nullableString(entry.errorCode)},"intent":${
         entry.intent === null ? "null" : String(entry.intent)
-      },"kind":"call","outcome":"${entry.outcome}","pid":${this.#pid},"plugin":${pluginField(entry.plugin)},"prev":"`,
-      `","principal":${nullableString(entry.principal)},"reason":${
+      },"kind":"call","outcome":"${entry.outcome}${who.pluginPrev}`,
+      `${who.principal},"reason":${
         nullableString(entry.reason)
-      },"risk":"${entry.risk}","seq":${seq},"time":"${this.#now()}","tool":${JSON.stringify(entry.tool)},"v":2}`,
+      }${who.riskSeq}${seq},"time":"${this.#now()}${who.toolEnd}`,
     );
     return this.#schedule();
   }
@@ -214,15 +253,35 @@ export class Ledger {
   intent(entry: LedgerIntent): { seq: number; written: Promise<AppendOutcome> } {
     if (this.#broken) return { seq: 0, written: Promise.resolve(this.#broken) };
     const seq = this.#next();
+    const who = this.#who(entry);
     this.#queue.push(
-      `{"argsHash":"${entry.argsHash}","kind":"intent","pid":${this.#pid},"plugin":${
-        pluginField(entry.plugin)
-      },"prev":"`,
-      `","principal":${
-        nullableString(entry.principal)
-      },"risk":"${entry.risk}","seq":${seq},"time":"${this.#now()}","tool":${JSON.stringify(entry.tool)},"v":2}`,
+      `{"argsHash":"${entry.argsHash}","kind":"intent${who.pluginPrev}`,
+      `${who.principal}${who.riskSeq}${seq},"time":"${this.#now()}${who.toolEnd}`,
     );
     return { seq, written: this.#schedule() };
+  }
+
+  /** The text a row takes from who calls which tool, made once per tool: the same for each of its rows. */
+  #who(entry: LedgerIntent): Who {
+    const known = this.#whos.get(entry.tool);
+    if (
+      known !== undefined && known.risk === entry.risk && known.plugin === entry.plugin &&
+      known.principalValue === entry.principal
+    ) {
+      return known;
+    }
+    const who: Who = {
+      risk: entry.risk,
+      plugin: entry.plugin,
+      principalValue: entry.principal,
+      pluginPrev: `","pid":${this.#pid},"plugin":${pluginField(entry.plugin)},"prev":"`,
+      principal: `","principal":${nullableString(entry.principal)}`,
+      riskSeq: `,"risk":"${entry.risk}","seq":`,
+      toolEnd: `","tool":${JSON.stringify(entry.tool)},"v":2}`,
+    };
+    if (this.#whos.size >= WHO_ENTRIES) this.#whos.clear();
+    this.#whos.set(entry.tool, who);
+    return who;
   }
 
   #next(): number {

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
-import { VERIFY_EXIT } from "../core/ledger.ts";
+import { durationText, VERIFY_EXIT } from "../core/ledger.ts";
 import { after, before, describe, it } from "node:test";
 import {
   bwrap,
@@ -575,6 +575,16 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
         canonical: '{"count":2,"nested":{"flag":false},"text":"héllo ✓"}',
       },
       { arguments: {}, canonical: "{}" },
+      // Repeated (the ledger keeps the last digest) and same-length texts, each hashed as itself.
+      { arguments: { text: "a" }, canonical: '{"text":"a"}' },
+      { arguments: { text: "a" }, canonical: '{"text":"a"}' },
+      { arguments: { text: "b" }, canonical: '{"text":"b"}' },
+      {
+        arguments: { count: 2, text: "héllo ✓", nested: { flag: false } },
+        canonical: '{"count":2,"nested":{"flag":false},"text":"héllo ✓"}',
+      },
+      { arguments: {}, canonical: "{}" },
+      { arguments: {}, canonical: "{}" },
     ];
     try {
       for (const call of calls) await session.client.callTool({ name: "fixture_echo", arguments: call.arguments });
@@ -586,6 +596,17 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
     );
     assert.deepEqual(rows.map((r) => r.argsHash), calls.map((c) => sha256(c.canonical)));
     assert.notEqual(rows[0].argsHash, rows[1].argsHash);
+  });
+
+  it("writes each duration as String writes the number, from 0 to 2,000 s by the µs and beyond", () => {
+    // The row's text is built by hand, not by JSON.stringify: a wrong digit here is a row verify calls not canonical.
+    for (let us = 0; us <= 2_000_000; us++) {
+      const ms = us / 1000;
+      if (durationText(ms) !== String(ms)) assert.equal(durationText(ms), String(ms), `${us} µs`);
+    }
+    for (const ms of [86_400_000.001, 123_456_789.12, 2 ** 40 + 0.5, -1, 0.0005, 1e-7, 0.1 + 0.2, 1e21, NaN]) {
+      assert.equal(durationText(ms), String(ms));
+    }
   });
 });
 
