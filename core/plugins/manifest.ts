@@ -10,6 +10,19 @@ import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 import { PLUGIN_LIMITS } from "./limits.ts";
 import { isStrictJsonValue, parseStrictJson, StrictJsonError } from "./strict_json.ts";
 
+/** An optional whole number within a limit's host bounds, described with its default. */
+function limitSchema(limit: { readonly default: number; readonly min: number; readonly max: number }, what: string) {
+  return v.optional(
+    v.pipe(
+      v.number(),
+      v.integer(),
+      v.minValue(limit.min),
+      v.maxValue(limit.max),
+      v.description(`${what}; default ${limit.default}.`),
+    ),
+  );
+}
+
 /** The manifest format this host reads. */
 export const MANIFEST_SCHEMA_VERSION = 1;
 
@@ -70,28 +83,11 @@ export const ManifestSchema = v.strictObject({
   limits: v.optional(
     v.pipe(
       v.strictObject({
-        memoryMb: v.optional(
-          v.pipe(
-            v.number(),
-            v.integer(),
-            v.minValue(PLUGIN_LIMITS.memoryMb.min),
-            v.maxValue(PLUGIN_LIMITS.memoryMb.max),
-            v.description(
-              `MiB the plugin may use (typed arrays, WebAssembly memory and the JS heap together); default ${PLUGIN_LIMITS.memoryMb.default}.`,
-            ),
-          ),
+        memoryMb: limitSchema(
+          PLUGIN_LIMITS.memoryMb,
+          "MiB the plugin may use (typed arrays, WebAssembly memory and the JS heap together)",
         ),
-        cpuMsPerCall: v.optional(
-          v.pipe(
-            v.number(),
-            v.integer(),
-            v.minValue(PLUGIN_LIMITS.cpuMsPerCall.min),
-            v.maxValue(PLUGIN_LIMITS.cpuMsPerCall.max),
-            v.description(
-              `CPU time one call may use, all threads together, in ms; default ${PLUGIN_LIMITS.cpuMsPerCall.default}.`,
-            ),
-          ),
-        ),
+        cpuMsPerCall: limitSchema(PLUGIN_LIMITS.cpuMsPerCall, "CPU time one call may use, all threads together, in ms"),
       }),
       v.description("What the plugin's process may use; the host's maxima bound what a manifest may ask."),
     ),
