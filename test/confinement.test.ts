@@ -22,23 +22,10 @@ import {
   tempDir,
   textOf,
 } from "./helpers.ts";
+import { ATTEMPTS } from "./fixtures/hostile/read.ts";
 
 const hostileTools = path.join(repoRoot, onDeno ? "test/fixtures/hostile" : "dist/test/fixtures/hostile");
 const SECRET = "hunter2-confinement-secret";
-const ATTEMPTS = [
-  "read-file",
-  "write-file",
-  "env-process",
-  "env-deno",
-  "spawn",
-  "fetch",
-  "deno-read",
-  "deno-command",
-  "env-all",
-  "import-file",
-  "connect",
-  "proc-environ",
-] as const;
 type Attempt = (typeof ATTEMPTS)[number];
 type Outcome = { attempt: Attempt; outcome: "done"; value: string } | {
   attempt: Attempt;
