@@ -182,7 +182,6 @@ async function main(argv: readonly string[]): Promise<number> {
         config,
         fs,
         builtinsLoading.then((builtins) => new Set(builtins.map((entry) => entry.descriptor.name))),
-        platform().fromFileUrl(new URL(".cache/plugins/", appRoot)),
       )
     )
     : Promise.resolve({ records: [], entries: [], stop: () => Promise.resolve() });

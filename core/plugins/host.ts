@@ -66,14 +66,12 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
 
 /**
  * Inspects the plugins directory and returns the entries of the verified
- * plugins. With `strictPlugins`, any refusal stops startup. `_cacheDir` is
- * no longer used: a plugin child has no cache directory (see runtime.ts).
+ * plugins. With `strictPlugins`, any refusal stops startup.
  */
 export async function loadPlugins(
   config: Config,
   fs: RootFs,
   reservedNames: ReadonlySet<string> | Promise<ReadonlySet<string>>,
-  _cacheDir?: string,
 ): Promise<LoadedPlugins> {
   const { records, verified } = await discoverPlugins({
     pluginsDir: config.pluginsDir,
