@@ -454,6 +454,8 @@ class Session {
   #cpuTimer: ReturnType<typeof setInterval> | undefined;
   /** The child's CPU time at the last sample, in ms. */
   #cpuLast = 0;
+  /** A reading of the child's CPU time is under way. */
+  #cpuReading = false;
   /** Replaced by a fresh child: it takes no calls and stops once its own are settled. */
   #retired = false;
 
@@ -537,36 +539,58 @@ class Session {
       this.#s.loadTimeoutMs,
     );
     platform().unrefTimer(this.#loadTimer);
-    if (osLimits().procStat) {
+    this.#activity();
+  }
+
+  /** The child's CPU time so far, in ms: read from /proc, by cat where this host may not (see limits.ts). */
+  #readCpu(): Promise<number | null> {
+    return platform().processCpuMs(this.#handle!.pid, osLimits().cat);
+  }
+
+  /**
+   * Starts counting once the bundle is loaded (starting deno and importing it
+   * is no call's CPU time): the first reading, then a sample every
+   * CPU_SAMPLE_MS, which costs nothing while the child is frozen.
+   */
+  #startCpuCount(): void {
+    if (!osLimits().procStat || !this.#handle) return;
+    this.#cpuReading = true;
+    void this.#readCpu().then((cpu) => {
+      this.#cpuReading = false;
+      if (cpu === null || this.#phase === "dead") return;
+      this.#cpuLast = cpu;
       this.#cpuTimer = setInterval(() => this.#sampleCpu(), CPU_SAMPLE_MS);
       platform().unrefTimer(this.#cpuTimer);
-    }
-    this.#activity();
+    });
   }
 
   /**
    * Counts the child's CPU time since the last sample against each running
    * call, and fails the child when a call goes over its budget. Between calls
    * the child is frozen and its time does not move; what it spent between the
-   * last sample of one call and its freeze counts for the next.
+   * last sample of one call and its freeze counts for the next. One reading at
+   * a time: a reader (cat) takes a few ms.
    */
   #sampleCpu(): void {
-    if (this.#phase === "dead" || !this.#handle || (this.#frozen && this.#calls.size === 0)) return;
-    const cpu = platform().processCpuMs(this.#handle.pid);
-    if (cpu === null) return;
-    const spent = cpu - this.#cpuLast;
-    this.#cpuLast = cpu;
-    if (spent <= 0) return;
-    for (const call of this.#calls.values()) {
-      if (!call.sent) continue;
-      call.cpuMs += spent;
-      if (call.cpuMs > this.#s.cpuMsPerCall) {
-        this.#fail(
-          `call ${call.id} ("${call.tool}") used more than ${this.#s.cpuMsPerCall} ms of CPU time, its budget per call`,
-        );
-        return;
+    if (this.#cpuReading || this.#phase === "dead" || (this.#frozen && this.#calls.size === 0)) return;
+    this.#cpuReading = true;
+    void this.#readCpu().then((cpu) => {
+      this.#cpuReading = false;
+      if (cpu === null || this.#phase === "dead") return;
+      const spent = cpu - this.#cpuLast;
+      this.#cpuLast = cpu;
+      if (spent <= 0) return;
+      for (const call of this.#calls.values()) {
+        if (!call.sent) continue;
+        call.cpuMs += spent;
+        if (call.cpuMs > this.#s.cpuMsPerCall) {
+          this.#fail(
+            `call ${call.id} ("${call.tool}") used more than ${this.#s.cpuMsPerCall} ms of CPU time, its budget per call`,
+          );
+          return;
+        }
       }
-    }
+    });
   }
 
   call(tool: string, argsJson: string, ctx: PluginCallContext): Promise<unknown> {
@@ -818,10 +842,7 @@ class Session {
       return;
     }
     if (this.#loadTimer !== undefined) clearTimeout(this.#loadTimer);
-    // Starting deno and importing the bundle is no call's CPU time.
-    if (this.#cpuTimer !== undefined && this.#handle) {
-      this.#cpuLast = platform().processCpuMs(this.#handle.pid) ?? 0;
-    }
+    this.#startCpuCount();
     this.#tools = new Set(message.tools);
     this.#phase = "ready";
     for (const call of [...this.#calls.values()]) if (!call.sent && call.state === "running") this.#send(call);
