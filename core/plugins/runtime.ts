@@ -10,10 +10,11 @@
 // its process group, and the next call starts a fresh child.
 //
 // What the child may use is bounded too (core/plugins/limits.ts): its memory
-// by RLIMIT_DATA (prlimit), each call's CPU time by sampling the child's, and
-// between calls the child is frozen (SIGSTOP), so nothing a plugin leaves
-// running spends anything. It gets no cache directory: DENO_DIR names a path
-// that cannot be created. Errors the host relays to it lose host paths and
+// by RLIMIT_DATA (prlimit), each call's CPU time by sampling the child's
+// (from /proc, through cat where the host may not read it), and between
+// calls the child is frozen (SIGSTOP), so nothing a plugin leaves running
+// spends anything. It gets no cache directory: DENO_DIR names a path that
+// cannot be created. Errors the host relays to it lose host paths and
 // addresses.
 import path from "node:path";
 import { concatBytes } from "../bytes.ts";
