@@ -453,8 +453,8 @@ class Session {
   /** Stopped with SIGSTOP: it has no calls. */
   #frozen = false;
   #cpuTimer: ReturnType<typeof setInterval> | undefined;
-  /** The child's CPU time at the last sample, in ms. */
-  #cpuLast = 0;
+  /** The child's CPU time at the last reading, in ms; null before the first. */
+  #cpuLast: number | null = null;
   /** A reading of the child's CPU time is under way. */
   #cpuReading = false;
   /** Replaced by a fresh child: it takes no calls and stops once its own are settled. */
@@ -543,42 +543,34 @@ class Session {
     this.#activity();
   }
 
-  /** The child's CPU time so far, in ms: read from /proc, by cat where this host may not (see limits.ts). */
-  #readCpu(): Promise<number | null> {
-    return platform().processCpuMs(this.#handle!.pid, osLimits().cat);
-  }
-
   /**
-   * Starts counting once the bundle is loaded (starting deno and importing it
-   * is no call's CPU time): the first reading, then a sample every
-   * CPU_SAMPLE_MS, which costs nothing while the child is frozen.
+   * Starts counting once the bundle is loaded: the first reading is the
+   * baseline (starting deno and importing the bundle is no call's CPU time),
+   * then a sample every CPU_SAMPLE_MS, which reads nothing while the child is
+   * frozen.
    */
   #startCpuCount(): void {
-    if (!osLimits().procStat || !this.#handle) return;
-    this.#cpuReading = true;
-    void this.#readCpu().then((cpu) => {
-      this.#cpuReading = false;
-      if (cpu === null || this.#phase === "dead") return;
-      this.#cpuLast = cpu;
-      this.#cpuTimer = setInterval(() => this.#sampleCpu(), CPU_SAMPLE_MS);
-      platform().unrefTimer(this.#cpuTimer);
-    });
+    if (!osLimits().procStat) return;
+    this.#sampleCpu();
+    this.#cpuTimer = setInterval(() => this.#sampleCpu(), CPU_SAMPLE_MS);
+    platform().unrefTimer(this.#cpuTimer);
   }
 
   /**
-   * Counts the child's CPU time since the last sample against each running
+   * Counts the child's CPU time since the last reading against each running
    * call, and fails the child when a call goes over its budget. Between calls
    * the child is frozen and its time does not move; what it spent between the
-   * last sample of one call and its freeze counts for the next. One reading at
-   * a time: a reader (cat) takes a few ms.
+   * last reading of one call and its freeze counts for the next. One reading
+   * at a time: where cat reads /proc for the host (see limits.ts), it takes a
+   * few ms.
    */
   #sampleCpu(): void {
     if (this.#cpuReading || this.#phase === "dead" || (this.#frozen && this.#calls.size === 0)) return;
     this.#cpuReading = true;
-    void this.#readCpu().then((cpu) => {
+    void platform().processCpuMs(this.#handle!.pid, osLimits().cat).then((cpu) => {
       this.#cpuReading = false;
       if (cpu === null || this.#phase === "dead") return;
-      const spent = cpu - this.#cpuLast;
+      const spent = this.#cpuLast === null ? 0 : cpu - this.#cpuLast;
       this.#cpuLast = cpu;
       if (spent <= 0) return;
       for (const call of this.#calls.values()) {
