@@ -11,7 +11,7 @@ export interface PermissionNeeds {
   readonly read: readonly string[];
   /** The ledger directory, the roots tools declare as write roots, the gate scratch parent. */
   readonly write: readonly string[];
-  /** The programs started directly: bubblewrap, gate programs, deno for plugins. `all`: see `runAllWhy`. */
+  /** The programs started directly: bubblewrap, gate programs, deno and its helpers for plugins. `all`: see `runAllWhy`. */
   readonly run: readonly string[] | "all";
   /** Why `run` cannot be a list, when it is `all`. */
   readonly runAllWhy: string | null;
@@ -43,10 +43,11 @@ export interface NeedsInput {
   /** The deno binary plugins run in, when a plugin is verified and may run. */
   readonly pluginDeno: string | null;
   /**
-   * The OS helpers a plugin child is started through (setpriv, prlimit: see plugins/limits.ts), looked up by
-   * lstat, so read, and started, so run. Without read they would look absent and the memory limit would go.
+   * The OS helpers of a plugin child (see plugins/limits.ts): setpriv and prlimit, which it is started through, and
+   * cat, which reads its CPU time from /proc where this host may not. Looked up by lstat, so read, and started, so
+   * run. Without read they would look absent, and the memory limit or the CPU budget would go.
    */
-  readonly pluginLaunchers: readonly string[];
+  readonly pluginHelpers: readonly string[];
   /** Programs gate tools declared, as resolved at startup (null: not found). */
   readonly programs: ReadonlyMap<string, string | null>;
   /** Where the programs (and bwrap) were found in PATH and what that resolves to: looked up by stat, so read. */
@@ -111,7 +112,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       input.ledgerDir,
       input.execPath,
       ...input.programFiles,
-      ...(input.pluginDeno ? input.pluginLaunchers : []),
+      ...(input.pluginDeno ? input.pluginHelpers : []),
     ]),
     write: sorted([
       input.ledgerDir,
@@ -119,7 +120,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       ...(gate ? [input.tempDir] : []),
     ]),
     run: runAllWhy ? "all" : sorted([
-      ...(input.pluginDeno ? [input.pluginDeno, ...input.pluginLaunchers] : []),
+      ...(input.pluginDeno ? [input.pluginDeno, ...input.pluginHelpers] : []),
       ...(gate && input.bwrap ? [input.bwrap] : []),
       ...(gate && !input.bwrap ? programs : []),
     ]),

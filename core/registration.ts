@@ -115,7 +115,9 @@ export async function needsOf(
     ledgerDir: config.ledgerDir,
     execPath: runtime === "deno" ? deno! : platform().runtime.execPath,
     pluginDeno: verified ? deno : null,
-    pluginLaunchers: [osLimits().setpriv, osLimits().prlimit].filter((file): file is string => file !== null),
+    pluginHelpers: [osLimits().setpriv, osLimits().prlimit, osLimits().cat].filter((file): file is string =>
+      file !== null
+    ),
     programs: spawner.programs(),
     programFiles: [...bwrap, ...programs.flat()],
     // Where gate programs run inside bubblewrap, warden starts bwrap, not them (see spawn.ts).

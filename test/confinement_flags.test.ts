@@ -15,7 +15,7 @@ const base: NeedsInput = {
   ledgerDir: "/opt/warden/.ledger",
   execPath: "/opt/warden/node_modules/deno/deno",
   pluginDeno: null,
-  pluginLaunchers: ["/usr/bin/setpriv", "/usr/bin/prlimit"],
+  pluginHelpers: ["/usr/bin/setpriv", "/usr/bin/prlimit", "/usr/bin/cat"],
   programs: new Map(),
   programFiles: [],
   bwrap: null,
@@ -77,12 +77,21 @@ describe(`confinement flags (${runtimeName})`, () => {
     assert.equal(flag(denoPermissionFlags(without, null), "--allow-run"), "--allow-run");
   });
 
-  it("plugins: the deno binary they run in and the OS helpers that limit it, read and run", () => {
+  it("plugins: the deno binary they run in and the OS helpers that limit and measure it, read and run", () => {
     const needs = permissionNeeds({ ...base, pluginDeno: "/opt/warden/node_modules/deno/deno" });
-    assert.deepEqual(needs.run, ["/opt/warden/node_modules/deno/deno", "/usr/bin/prlimit", "/usr/bin/setpriv"]);
-    assert.ok(needs.read.includes("/usr/bin/prlimit") && needs.read.includes("/usr/bin/setpriv"));
+    assert.deepEqual(needs.run, [
+      "/opt/warden/node_modules/deno/deno",
+      "/usr/bin/cat",
+      "/usr/bin/prlimit",
+      "/usr/bin/setpriv",
+    ]);
+    for (const helper of ["/usr/bin/cat", "/usr/bin/prlimit", "/usr/bin/setpriv"]) {
+      assert.ok(needs.read.includes(helper), helper);
+    }
     // No plugin may run: the helpers are neither read nor run.
-    assert.ok(!permissionNeeds(base).read.includes("/usr/bin/prlimit"));
+    const none = permissionNeeds(base);
+    assert.ok(!none.read.includes("/usr/bin/prlimit") && !none.read.includes("/usr/bin/cat"));
+    assert.deepEqual(none.run, []);
   });
 
   it("write roots by id, IP origins by host and port, a named origin the whole network", () => {

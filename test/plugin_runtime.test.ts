@@ -514,9 +514,9 @@ describe(`plugin runtime (${runtimeName})`, () => {
       const plugin = runtime("hostile", "hostile");
       assert.equal(await plugin.call("spinLeftover", {}, context()), "left a worker spinning");
       const pid = plugin.pid as number;
-      const before = platform().processCpuMs(pid) as number;
+      const before = (await platform().processCpuMs(pid, osLimits().cat))!;
       await new Promise((resolve) => setTimeout(resolve, 1000)); // the window measured, not a synchronisation
-      const after = platform().processCpuMs(pid) as number;
+      const after = (await platform().processCpuMs(pid, osLimits().cat))!;
       assert.ok(after - before <= 20, `the child used ${after - before} ms of CPU between calls`);
       assert.deepEqual(await plugin.call("echo", { thawed: true }, context()), { thawed: true });
       assert.equal(plugin.pid, pid);

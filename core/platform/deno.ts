@@ -2,6 +2,7 @@
 // compatibility layer out of the startup path.
 import { sha256Sync } from "../sha256.ts";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
+import { cpuMsOfStat, procStatFile } from "./proc_stat.ts";
 import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, textOrThrow } from "./regular_file.ts";
 import type {
   ChildProcessHandle,
@@ -49,10 +50,10 @@ interface DenoCommandOptions {
   cwd?: string;
   clearEnv: boolean;
   env: Record<string, string>;
-  stdin: "piped";
+  stdin: "piped" | "null";
   stdout: "piped";
-  stderr: "piped";
-  detached: boolean;
+  stderr: "piped" | "null";
+  detached?: boolean;
 }
 interface DenoNamespace {
   version: { deno: string };
@@ -87,7 +88,10 @@ interface DenoNamespace {
   rename(from: string, to: string): Promise<void>;
   remove(path: string, options?: { recursive: boolean }): Promise<void>;
   errors: Record<string, new (...args: never[]) => Error>;
-  Command: new (command: string, options: DenoCommandOptions) => { spawn(): DenoChildProcess };
+  Command: new (command: string, options: DenoCommandOptions) => {
+    spawn(): DenoChildProcess;
+    output(): Promise<{ success: boolean; stdout: Uint8Array }>;
+  };
   kill(pid: number, signal: string): void;
   unrefTimer(id: number): void;
 }
@@ -337,6 +341,9 @@ function spawnProcess(
   });
 }
 
+/** Set once deno has refused /proc: processCpuMs then goes to its reader at once. */
+let procRefused = false;
+
 /** Platform for deno, on the Deno namespace. */
 export function denoPlatform(): Platform {
   const windows = Deno.build.os === "windows";
@@ -344,6 +351,7 @@ export function denoPlatform(): Platform {
     runtime: Object.freeze({ name: "deno" as const, version: Deno.version.deno, execPath: Deno.execPath() }),
     args: Object.freeze([...Deno.args]),
     pathDelimiter: windows ? ";" : ":",
+    os: Deno.build.os,
     env: (name: string) => Deno.env.get(name),
     cwd: () => Deno.cwd(),
     pid: () => Deno.pid,
@@ -500,16 +508,32 @@ export function denoPlatform(): Platform {
       const { lookup } = await import("node:dns/promises");
       return (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
     },
-    processCpuMs(pid: number) {
-      let text: string;
+    async processCpuMs(pid: number, reader: string | null) {
+      const file = procStatFile(pid);
+      if (file === null) return null;
+      if (!procRefused) {
+        try {
+          return cpuMsOfStat(Deno.readTextFileSync(file));
+        } catch (error) {
+          // Refused for anything short of --allow-all, whatever --allow-read says (deno 2.9).
+          if ((error as Error)?.name !== "NotCapable") return null;
+          procRefused = true;
+        }
+      }
+      if (reader === null) return null;
       try {
-        text = Deno.readTextFileSync(`/proc/${pid}/stat`);
+        const { success, stdout } = await new Deno.Command(reader, {
+          args: [file],
+          clearEnv: true,
+          env: {},
+          stdin: "null",
+          stdout: "piped",
+          stderr: "null",
+        }).output();
+        return success ? cpuMsOfStat(new TextDecoder().decode(stdout)) : null;
       } catch {
         return null;
       }
-      // As on node: utime and stime, the 14th and 15th fields, in ticks of USER_HZ (100 on every Linux ABI).
-      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) * 10;
     },
     unrefTimer(timer: unknown) {
       // Deno 2 returns node-style Timeout objects from setTimeout; older versions return ids.

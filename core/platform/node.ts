@@ -1,5 +1,5 @@
 // The node adapter of Platform.
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child_process";
 import {
   closeSync,
   constants,
@@ -29,6 +29,7 @@ import path from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { problem, WardenError } from "../errors.ts";
+import { cpuMsOfStat, procStatFile } from "./proc_stat.ts";
 import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, textOrThrow } from "./regular_file.ts";
 import type {
   ChildProcessHandle,
@@ -362,12 +363,16 @@ function denoExecutable(): string {
   return found;
 }
 
+/** Set once node's permission model has refused /proc: processCpuMs then goes to its reader at once. */
+let procRefused = false;
+
 /** Platform for node, on node's own modules. */
 export function nodePlatform(): Platform {
   return Object.freeze({
     runtime: Object.freeze({ name: "node" as const, version: process.versions.node, execPath: process.execPath }),
     args: Object.freeze(process.argv.slice(2)),
     pathDelimiter: path.delimiter,
+    os: process.platform === "win32" ? "windows" : process.platform,
     env: (name: string) => process.env[name],
     cwd: () => process.cwd(),
     pid: () => process.pid,
@@ -522,17 +527,23 @@ export function nodePlatform(): Platform {
       ? (text: string) => oneShotHash("sha256", text, "hex")
       : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),
     resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
-    processCpuMs(pid: number) {
-      let text: string;
-      try {
-        text = readFileSync(`/proc/${pid}/stat`, "latin1");
-      } catch {
-        return null;
+    processCpuMs(pid: number, reader: string | null) {
+      const file = procStatFile(pid);
+      if (file === null) return Promise.resolve(null);
+      if (!procRefused) {
+        try {
+          return Promise.resolve(cpuMsOfStat(readFileSync(file, "latin1")));
+        } catch (error) {
+          if ((error as { code?: string }).code !== "ERR_ACCESS_DENIED") return Promise.resolve(null);
+          procRefused = true;
+        }
       }
-      // After the command name in parentheses (which may hold anything): state, ... utime (14th), stime (15th),
-      // in clock ticks of USER_HZ, which is 100 on every Linux ABI.
-      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) * 10;
+      if (reader === null) return Promise.resolve(null);
+      return new Promise<number | null>((resolve) => {
+        execFile(reader, [file], { env: {}, encoding: "latin1" }, (error, stdout) => {
+          resolve(error ? null : cpuMsOfStat(stdout));
+        });
+      });
     },
     unrefTimer(timer: unknown) {
       (timer as { unref?: () => void } | null)?.unref?.();

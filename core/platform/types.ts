@@ -158,6 +158,8 @@ export interface Platform {
   readonly args: readonly string[];
   /** Path-list separator of the OS (`:` or `;`). */
   readonly pathDelimiter: string;
+  /** The operating system, as deno names it (`Deno.build.os`): `linux`, `darwin`, `windows`... */
+  readonly os: string;
   env(name: string): string | undefined;
   cwd(): string;
   pid(): number;
@@ -211,9 +213,11 @@ export interface Platform {
   resolveHost(host: string): Promise<string[]>;
   /**
    * CPU time (user + system, all threads) a running process has used so far, in ms, from /proc/<pid>/stat;
-   * null where there is no /proc (not Linux) or the process is gone.
+   * null where there is no /proc (not Linux) or the process is gone. Where this process may not read /proc (deno:
+   * only with --allow-all; node under its permission model), `reader` reads the file when given: a program at a
+   * fixed path (cat) started with that one path as its only argument, no shell and an empty environment.
    */
-  processCpuMs(pid: number): number | null;
+  processCpuMs(pid: number, reader: string | null): Promise<number | null>;
   /** Keeps `timer` (a `setTimeout` handle) from holding this process alive. */
   unrefTimer(timer: unknown): void;
 }

@@ -9,7 +9,7 @@ import { log } from "../log.ts";
 import { restrictRoots, type RootFs } from "../roots.ts";
 import type { ExternalContext, GateContext, ToolContext } from "../tool.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "./discover.ts";
-import { limitsOf, osLimits } from "./limits.ts";
+import { limitsOf, noCpuBudgetWhy, osLimits } from "./limits.ts";
 import type { PluginRuntime } from "./runtime.ts";
 
 /** The plugins as the host serves them. */
@@ -102,9 +102,7 @@ export async function loadPlugins(
   if ((!os.prlimit || !os.procStat)) {
     log("warn", "plugin_limits_partial", {
       memory: os.prlimit ? "OS limit (RLIMIT_DATA)" : "V8 heap only: prlimit is not available, so no OS memory limit",
-      cpu: os.procStat
-        ? "budget per call"
-        : "no budget per call: this host cannot read /proc (deno: only with --allow-all)",
+      cpu: os.procStat ? "budget per call" : `no budget per call: ${noCpuBudgetWhy()}`,
     });
   }
   const runtimes = new Map<string, PluginRuntime>();

@@ -37,13 +37,18 @@ export function limitsOf(declared: Partial<PluginLimits> | undefined): PluginLim
  */
 export const RUNTIME_RESERVE_MB = 1280;
 
-/** The helpers that put OS limits on a child, where they exist. */
+/** The helpers that put OS limits on a child and measure what it spends, where they exist. */
 export interface OsLimits {
   /** util-linux prlimit: sets RLIMIT_DATA, then executes the child in place (same pid). */
   readonly prlimit: string | null;
   /** util-linux setpriv: kills the child when warden dies, even while it is frozen between calls. */
   readonly setpriv: string | null;
-  /** Whether this host can read a process's CPU time in /proc (the per-call budget needs it; deno: --allow-all). */
+  /**
+   * coreutils cat: reads a child's /proc/<pid>/stat where this host may not read /proc itself (deno: only with
+   * --allow-all; node under its permission model), given that one path as its only argument.
+   */
+  readonly cat: string | null;
+  /** Whether this host can read a child's CPU time (the per-call budget needs it): /proc, read itself or by cat. */
   readonly procStat: boolean;
 }
 
@@ -64,7 +69,14 @@ export function osLimits(): OsLimits {
     }
   };
   const first = (name: string) => [`/usr/bin/${name}`, `/bin/${name}`].find(exists) ?? null;
-  found = Object.freeze({ prlimit: first("prlimit"), setpriv: first("setpriv"), procStat: exists("/proc/self/stat") });
+  const cat = first("cat");
+  found = Object.freeze({
+    prlimit: first("prlimit"),
+    setpriv: first("setpriv"),
+    cat,
+    // Not a check of /proc under deno, which refuses even to lstat it: on Linux it is there.
+    procStat: platform().os === "linux" && (cat !== null || exists("/proc/self/stat")),
+  });
   return found;
 }
 
@@ -74,12 +86,15 @@ export function pluginIsolation(limits: PluginLimits): string {
   const memory = os.prlimit
     ? `memory ${limits.memoryMb} MiB (OS limit RLIMIT_DATA, and the V8 heap)`
     : `memory: V8 heap ${limits.memoryMb} MiB only (no OS limit: prlimit is not available here, so typed arrays and WebAssembly memory are unbounded)`;
-  const cpu = os.procStat
-    ? `CPU ${limits.cpuMsPerCall} ms per call`
-    : `CPU: no per-call budget (${
-      platform().runtime.name === "deno" ? "deno reads /proc only with --allow-all" : "no /proc here"
-    })`;
+  const cpu = os.procStat ? `CPU ${limits.cpuMsPerCall} ms per call` : `CPU: no per-call budget (${noCpuBudgetWhy()})`;
   return "deno subprocess: no permissions (--no-prompt --cached-only, no --allow-*), empty environment, " +
     "own process group, entry imported from the verified bytes, no web storage and no cache directory, " +
     `frozen between calls; ${memory}; ${cpu}`;
+}
+
+/** Why a child's CPU time cannot be read here, when it cannot (osLimits().procStat false). */
+export function noCpuBudgetWhy(): string {
+  return platform().os !== "linux"
+    ? "no /proc here"
+    : "this host may not read /proc itself and cat is not at /usr/bin/cat or /bin/cat";
 }

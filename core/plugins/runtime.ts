@@ -10,10 +10,11 @@
 // its process group, and the next call starts a fresh child.
 //
 // What the child may use is bounded too (core/plugins/limits.ts): its memory
-// by RLIMIT_DATA (prlimit), each call's CPU time by sampling the child's, and
-// between calls the child is frozen (SIGSTOP), so nothing a plugin leaves
-// running spends anything. It gets no cache directory: DENO_DIR names a path
-// that cannot be created. Errors the host relays to it lose host paths and
+// by RLIMIT_DATA (prlimit), each call's CPU time by sampling the child's
+// (from /proc, through cat where the host may not read it), and between
+// calls the child is frozen (SIGSTOP), so nothing a plugin leaves running
+// spends anything. It gets no cache directory: DENO_DIR names a path that
+// cannot be created. Errors the host relays to it lose host paths and
 // addresses.
 import path from "node:path";
 import { concatBytes } from "../bytes.ts";
@@ -452,8 +453,10 @@ class Session {
   /** Stopped with SIGSTOP: it has no calls. */
   #frozen = false;
   #cpuTimer: ReturnType<typeof setInterval> | undefined;
-  /** The child's CPU time at the last sample, in ms. */
-  #cpuLast = 0;
+  /** The child's CPU time at the last reading, in ms; null before the first. */
+  #cpuLast: number | null = null;
+  /** A reading of the child's CPU time is under way. */
+  #cpuReading = false;
   /** Replaced by a fresh child: it takes no calls and stops once its own are settled. */
   #retired = false;
 
@@ -537,36 +540,50 @@ class Session {
       this.#s.loadTimeoutMs,
     );
     platform().unrefTimer(this.#loadTimer);
-    if (osLimits().procStat) {
-      this.#cpuTimer = setInterval(() => this.#sampleCpu(), CPU_SAMPLE_MS);
-      platform().unrefTimer(this.#cpuTimer);
-    }
     this.#activity();
   }
 
   /**
-   * Counts the child's CPU time since the last sample against each running
+   * Starts counting once the bundle is loaded: the first reading is the
+   * baseline (starting deno and importing the bundle is no call's CPU time),
+   * then a sample every CPU_SAMPLE_MS, which reads nothing while the child is
+   * frozen.
+   */
+  #startCpuCount(): void {
+    if (!osLimits().procStat) return;
+    this.#sampleCpu();
+    this.#cpuTimer = setInterval(() => this.#sampleCpu(), CPU_SAMPLE_MS);
+    platform().unrefTimer(this.#cpuTimer);
+  }
+
+  /**
+   * Counts the child's CPU time since the last reading against each running
    * call, and fails the child when a call goes over its budget. Between calls
    * the child is frozen and its time does not move; what it spent between the
-   * last sample of one call and its freeze counts for the next.
+   * last reading of one call and its freeze counts for the next. One reading
+   * at a time: where cat reads /proc for the host (see limits.ts), it takes a
+   * few ms.
    */
   #sampleCpu(): void {
-    if (this.#phase === "dead" || !this.#handle || (this.#frozen && this.#calls.size === 0)) return;
-    const cpu = platform().processCpuMs(this.#handle.pid);
-    if (cpu === null) return;
-    const spent = cpu - this.#cpuLast;
-    this.#cpuLast = cpu;
-    if (spent <= 0) return;
-    for (const call of this.#calls.values()) {
-      if (!call.sent) continue;
-      call.cpuMs += spent;
-      if (call.cpuMs > this.#s.cpuMsPerCall) {
-        this.#fail(
-          `call ${call.id} ("${call.tool}") used more than ${this.#s.cpuMsPerCall} ms of CPU time, its budget per call`,
-        );
-        return;
+    if (this.#cpuReading || this.#phase === "dead" || (this.#frozen && this.#calls.size === 0)) return;
+    this.#cpuReading = true;
+    void platform().processCpuMs(this.#handle!.pid, osLimits().cat).then((cpu) => {
+      this.#cpuReading = false;
+      if (cpu === null || this.#phase === "dead") return;
+      const spent = this.#cpuLast === null ? 0 : cpu - this.#cpuLast;
+      this.#cpuLast = cpu;
+      if (spent <= 0) return;
+      for (const call of this.#calls.values()) {
+        if (!call.sent) continue;
+        call.cpuMs += spent;
+        if (call.cpuMs > this.#s.cpuMsPerCall) {
+          this.#fail(
+            `call ${call.id} ("${call.tool}") used more than ${this.#s.cpuMsPerCall} ms of CPU time, its budget per call`,
+          );
+          return;
+        }
       }
-    }
+    });
   }
 
   call(tool: string, argsJson: string, ctx: PluginCallContext): Promise<unknown> {
@@ -818,10 +835,7 @@ class Session {
       return;
     }
     if (this.#loadTimer !== undefined) clearTimeout(this.#loadTimer);
-    // Starting deno and importing the bundle is no call's CPU time.
-    if (this.#cpuTimer !== undefined && this.#handle) {
-      this.#cpuLast = platform().processCpuMs(this.#handle.pid) ?? 0;
-    }
+    this.#startCpuCount();
     this.#tools = new Set(message.tools);
     this.#phase = "ready";
     for (const call of [...this.#calls.values()]) if (!call.sent && call.state === "running") this.#send(call);
