@@ -3,7 +3,7 @@
 // `call` and `catalog` are shell commands over the same frozen catalog.
 import pkg from "../package.json" with { type: "json" };
 import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
-import { callCommand, catalogCommand, type CommandEnv, toolsCommand } from "./cli.ts";
+import type { CommandEnv } from "./cli.ts";
 import { type Config, parseConfig, SETTINGS } from "./config.ts";
 import { messageOf, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
@@ -271,6 +271,8 @@ async function main(argv: readonly string[]): Promise<number> {
     goldenUrl: new URL("schema/catalog.json", appRoot),
   };
   try {
+    // The shell commands load only for themselves: the server never needs them.
+    const { callCommand, catalogCommand, toolsCommand } = await import("./cli.ts");
     if (command === "tools") return toolsCommand(env, args);
     if (command === "call") return await callCommand(env, args);
     return await catalogCommand(env, args);

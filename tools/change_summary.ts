@@ -5,8 +5,6 @@ import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
 import type { SpawnResult } from "../core/spawn.ts";
 import { defineTool, type GateContext } from "../core/tool.ts";
-import { dependentsOf, unknownsReaching } from "./lib/graph_queries.ts";
-import { moduleGraph } from "./lib/module_graph.ts";
 
 /** The empty tree: what a repository without commits is compared to. */
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -48,6 +46,9 @@ function firstLine(text: string): string {
 async function blastRadius(ctx: GateContext, root: string, files: FileChange[]) {
   const changed = files.filter((f) => f.status !== "deleted" && /\.[cm]?[jt]sx?$/.test(f.path));
   if (changed.length === 0) return { modules: 0, dependents: [], lowerBound: false };
+  // The graph code loads on the first call that needs it, not at startup (scripts/bench/README.md, "Start-up").
+  const { moduleGraph } = await import("./lib/module_graph.ts");
+  const { dependentsOf, unknownsReaching } = await import("./lib/graph_queries.ts");
   const graph = await moduleGraph(ctx, root);
   const reached = new Set<string>();
   let modules = 0;

@@ -2,8 +2,6 @@
 // as TypeScript would), declares, and which modules import it.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import { fileArgument, languageOf, moduleExports, targetView, unknownsReaching } from "./lib/graph_queries.ts";
-import { moduleGraph } from "./lib/module_graph.ts";
 import type { Binding } from "./lib/module_summary.ts";
 
 const Target = v.object({
@@ -96,6 +94,11 @@ export const tool = defineTool({
     warnings: v.array(v.string()),
   }),
   handler: async (args, ctx) => {
+    // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
+    const { moduleGraph } = await import("./lib/module_graph.ts");
+    const { fileArgument, languageOf, moduleExports, targetView, unknownsReaching } = await import(
+      "./lib/graph_queries.ts"
+    );
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
     const file = fileArgument(graph, args.module, "module");

@@ -2,8 +2,7 @@
 // directly or transitively, with depth and type-only dependencies marked.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import { dependentsOf, fileArgument, unknownsReaching } from "./lib/graph_queries.ts";
-import { type ImportEdge, moduleGraph } from "./lib/module_graph.ts";
+import type { ImportEdge } from "./lib/module_graph.ts";
 
 /**
  * Risk class `read`: lists and reads the files of one configured root through
@@ -77,6 +76,9 @@ export const tool = defineTool({
     graph: v.object({ modules: v.number(), cached: v.boolean(), parsed: v.number(), ms: v.number() }),
   }),
   handler: async (args, ctx) => {
+    // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
+    const { moduleGraph } = await import("./lib/module_graph.ts");
+    const { dependentsOf, fileArgument, unknownsReaching } = await import("./lib/graph_queries.ts");
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
     const file = fileArgument(graph, args.module, "module");

@@ -2,9 +2,15 @@
 // other module binds, as dead or undetermined (with why), entry points kept.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import { DEFAULT_ENTRY_PATTERNS, entryPoints, exportUsage } from "./lib/export_usage.ts";
-import { dirArgument, within } from "./lib/graph_queries.ts";
-import { moduleGraph } from "./lib/module_graph.ts";
+
+/** Entry patterns used when the caller names none, as knip's defaults: index/main/cli, tests, config files. */
+const DEFAULT_ENTRY_PATTERNS: readonly string[] = Object.freeze([
+  "{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
+  "src/{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
+  "**/*.{test,spec}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
+  "**/__tests__/**/*.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
+  "**/*.config.{js,mjs,cjs,ts,mts,cts}",
+]);
 
 const Finding = v.object({
   file: v.string(),
@@ -69,6 +75,10 @@ export const tool = defineTool({
     graph: v.object({ modules: v.number(), cached: v.boolean(), parsed: v.number(), ms: v.number() }),
   }),
   handler: async (args, ctx) => {
+    // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
+    const { moduleGraph } = await import("./lib/module_graph.ts");
+    const { dirArgument, within } = await import("./lib/graph_queries.ts");
+    const { entryPoints, exportUsage } = await import("./lib/export_usage.ts");
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
     const scope = dirArgument(graph, args.path, "path");
@@ -93,6 +103,7 @@ export const tool = defineTool({
       list.filter((f) => within(f.file, scope) && (includeTypes || !f.typeOnly));
     const dead = keep(usage.dead);
     const undetermined = keep(usage.undetermined);
+    const usedInScope = scope === "." ? usage.used : usage.usedIn.filter((file) => within(file, scope)).length;
     let modules = 0;
     for (const [file, module] of graph.modules) if (!module.outside && module.summary && within(file, scope)) modules++;
     return {
@@ -102,8 +113,8 @@ export const tool = defineTool({
       undetermined: undetermined.slice(0, limit).map((f) => ({ ...f, reason: f.reason ?? "" })),
       totals: {
         modules,
-        exports: scope === "." ? usage.total : dead.length + undetermined.length + countUsed(usage, scope),
-        used: scope === "." ? usage.used : countUsed(usage, scope),
+        exports: scope === "." ? usage.total : dead.length + undetermined.length + usedInScope,
+        used: usedInScope,
         dead: dead.length,
         undetermined: undetermined.length,
       },
@@ -119,7 +130,3 @@ export const tool = defineTool({
     };
   },
 });
-
-function countUsed(usage: ReturnType<typeof exportUsage>, scope: string): number {
-  return usage.usedIn.filter((file) => within(file, scope)).length;
-}

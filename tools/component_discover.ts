@@ -5,7 +5,6 @@ import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 import { problem, received, WardenError } from "../core/errors.ts";
 import { createDebtScanner, DEFAULT_TAGS, isScannable, looksBinary } from "./lib/debt_scanner.ts";
-import { isManifest, isTestFile, languageOfFile, readManifests } from "./lib/components.ts";
 
 const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
 const CONCURRENCY = 32;
@@ -68,6 +67,8 @@ export const tool = defineTool({
     skipped: v.object({ binary: v.number(), tooLarge: v.number(), unreadable: v.number() }),
   }),
   handler: async (args, ctx) => {
+    // The package and language code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
+    const { isManifest, isTestFile, languageOfFile, readManifests } = await import("./lib/components.ts");
     const root = args.root ?? ctx.fs.rootIds[0];
     const base = args.path ?? ".";
     const maxFileBytes = args.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;

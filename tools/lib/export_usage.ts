@@ -40,15 +40,6 @@ export interface ExportUsage {
   readonly total: number;
 }
 
-/** Entry patterns used when the caller names none, as knip's defaults: index/main/cli, tests, config files. */
-export const DEFAULT_ENTRY_PATTERNS: readonly string[] = Object.freeze([
-  "{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "src/{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/*.{test,spec}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/__tests__/**/*.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/*.config.{js,mjs,cjs,ts,mts,cts}",
-]);
-
 function escapeRegExp(text: string): string {
   return text.replace(/[.+^${}()|[\]\\]/g, "\\$&");
 }
