@@ -317,20 +317,22 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
       }
     }
     if (own.length > 0) continue;
+    // What `module.exports = value` (or `export =`) assigned is the module: a name it does not export is read from
+    // that value, and so is the default an interop helper or Node's `import` reads.
+    if (exportsNamed(module, summary, "export=").length > 0 && name !== "export=") {
+      demand(module, "export=", certainty);
+      continue;
+    }
     if (name === "default") {
-      // `export *` never carries default. A CommonJS module without `exports.default` gives its module object as default
-      // to an interop helper (`__importDefault(require("x")).default`) and to Node's `import`: what `module.exports = …`
-      // assigned (`export=`), or all its exports, read who knows how.
+      // `export *` never carries default. A CommonJS module without `exports.default` gives its module object as
+      // default (`__importDefault(require("x")).default`): all its exports, read who knows how.
       if (summary.commonjs) {
-        if (exportsNamed(module, summary, "export=").length > 0) demand(module, "export=", certainty);
-        else {
-          whole(module, {
-            used: false,
-            reason: certainty.used
-              ? `the module object is read as its default${certainty.via ? ` in ${certainty.via}` : ""}`
-              : certainty.reason,
-          });
-        }
+        whole(module, {
+          used: false,
+          reason: certainty.used
+            ? `the module object is read as its default${certainty.via ? ` in ${certainty.via}` : ""}`
+            : certainty.reason,
+        });
       }
       continue;
     }
