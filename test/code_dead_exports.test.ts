@@ -1,8 +1,10 @@
 // code_dead_exports over the fixture trees and a generated tree whose dead
 // exports are known by construction, driven over MCP.
 import assert from "node:assert/strict";
+import { cpSync, existsSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runtimeName, type Session, tempDir } from "./helpers.ts";
+import { repoRoot, runtimeName, type Session, tempDir } from "./helpers.ts";
 import {
   call,
   callError,
@@ -162,8 +164,44 @@ fixtureSuite("code_dead_exports, require_js", "require_js", (get) => {
     assert.deepEqual(r.entryPoints, [{ file: "lib/index.js", from: "package.json main" }]);
     assert.deepEqual(r.dead.map((f) => [f.file, f.name, f.kind]), [
       ["lib/helper.js", "other", "commonjs"],
-      ["lib/plugins.js", "default", "commonjs"],
+      ["lib/plugins.js", "export=", "commonjs"],
     ]);
+  });
+});
+
+fixtureSuite("code_dead_exports, commonjs_emit", "commonjs_emit", (get) => {
+  it("reads compilers' CommonJS re-exports and interop helpers; a JavaScript entry's declaration file is an entry", async () => {
+    const r = await dead(get());
+    assert.deepEqual(r.entryPoints, [
+      { file: "index.cjs", from: "package.json main" },
+      { file: "index.d.cts", from: "package.json types" },
+      { file: "index.d.ts", from: "package.json module (its declaration file)" },
+      { file: "index.js", from: "package.json module" },
+      { file: "types/legacy.d.ts", from: 'package.json typesVersions["*"]["legacy"]' },
+    ]);
+    // The CommonJS build and the ES module build of the same code agree; what the entries re-export is used,
+    // `core._string` is used through `__exportStar`, `util_js_1.toZod` through the getter that reads it.
+    assert.deepEqual(r.dead.map((f) => [f.file, f.name, f.line, f.kind]), [
+      ["lib/bundle.js", "ns", 9, "value"],
+      ["lib/core/index.cjs", "toZod", 33, "commonjs"],
+      ["lib/core/index.cjs", "util", 31, "re-export"],
+      ["lib/core/index.js", "util", 2, "re-export"],
+      ["lib/core/index.js", "toZod", 3, "re-export"],
+      ["lib/core/strings.cjs", "_number", 7, "commonjs"],
+      ["lib/core/strings.d.cts", "_number", 2, "variable"],
+      ["lib/core/strings.js", "_number", 2, "variable"],
+      ["lib/core/util.cjs", "clone", 4, "commonjs"],
+      ["lib/core/util.js", "toZod", 1, "function"],
+      ["lib/core/util.js", "clone", 4, "function"],
+      ["lib/esb.cjs", "beta", 8, "commonjs"],
+    ]);
+    // What the graph cannot follow: a module object copied by a loop, one read as the default it does not have.
+    assert.deepEqual(r.undetermined.map((f) => [f.file, f.name, f.reason]), [
+      ["lib/extra.cjs", "extra", "the module object escapes in lib/copy.cjs:2"],
+      ["lib/legacy.cjs", "run", "the module object is read as its default in lib/api.cjs:35"],
+      ["lib/legacy.cjs", "stop", "the module object is read as its default in lib/api.cjs:35"],
+    ]);
+    assert.deepEqual(r.totals, { modules: 22, exports: 38, used: 23, dead: 12, undetermined: 3 });
   });
 });
 
@@ -199,6 +237,42 @@ fixtureSuite("code_dead_exports, package_exports", "package_exports", (get) => {
     assert.deepEqual(r.undetermined.map((f) => [f.file, f.name, f.reason]), [
       ["src/hidden.ts", "hidden", 'src/index.ts:4 imports "@demo/pkg/hidden", which does not resolve'],
     ]);
+  });
+});
+
+describe(`code_dead_exports on zod's published package (${runtimeName})`, () => {
+  // zod comes with the SDK (package-lock.json pins it): its package ships the same code as CommonJS (.cjs, as
+  // TypeScript emits it), as ES modules (.js), their declaration files and the TypeScript sources.
+  let session: Session;
+  let work: { dir: string; remove: () => void };
+  before(async () => {
+    const zod = path.join(repoRoot, "node_modules/zod");
+    assert.ok(existsSync(path.join(zod, "package.json")), `${zod} is missing: npm install puts it there, with the SDK`);
+    work = tempDir("warden-code-zod-");
+    cpSync(zod, work.dir, { recursive: true });
+    session = await connectRoot(work.dir);
+  });
+  after(async () => {
+    await session?.close();
+    work?.remove();
+  });
+
+  it("finds the CommonJS build as dead as the ES module build, and keeps index.d.ts as an entry", async () => {
+    const r = await call<Dead>(session, "code_dead_exports", { limit: 100000 });
+    assert.ok(
+      r.entryPoints.some((e) => e.file === "index.d.ts" && e.from === "package.json module (its declaration file)"),
+    );
+    const findings = [...r.dead, ...r.undetermined];
+    assert.deepEqual(findings.filter((f) => /^index\./.test(f.file)), []);
+    // `v4/core/index.cjs` re-exports api.cjs with `__exportStar(require("./api.cjs"), exports)`; schemas.cjs reads
+    // `core._string` from `const core = __importStar(require("../core/index.cjs"))`.
+    assert.ok(!names(findings).includes("v4/core/api.cjs#_string"));
+    // The same code in two module formats: each build's dead and undetermined exports are the other's.
+    const twins = (from: RegExp, to: string) =>
+      findings.filter((f) => from.test(f.file)).map((f) => `${f.file.replace(from, to)}#${f.name}`).sort();
+    assert.deepEqual(twins(/\.cjs$/, ".js"), twins(/(?<!\.d)\.js$/, ".js"));
+    assert.deepEqual(twins(/\.d\.cts$/, ".d.ts"), twins(/\.d\.ts$/, ".d.ts"));
+    assert.ok(r.totals.used > r.totals.exports * 0.9, JSON.stringify(r.totals));
   });
 });
 

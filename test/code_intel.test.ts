@@ -364,6 +364,39 @@ fixtureSuite("code intelligence, require in JavaScript", "require_js", (get) => 
   });
 });
 
+fixtureSuite("code intelligence, CommonJS as compilers emit it", "commonjs_emit", (get) => {
+  it("reads helpers' re-exports as re-exports, and resolves require() to the declaration file and what it types", async () => {
+    const index = await about(get(), "index.cjs");
+    assert.deepEqual(index.imports.map((i) => [i.line, i.kind, i.specifier, i.names, show(i.target)]), [
+      [30, "require", "./lib/api.cjs", ["* as z"], "module lib/api.d.cts + lib/api.cjs"],
+      [33, "re-export", "./lib/api.cjs", ["*"], "module lib/api.d.cts + lib/api.cjs"],
+    ]);
+    assert.deepEqual(index.exports.map((e) => [e.name, e.kind, e.line, e.from?.name, !!e.viaStar]), [
+      ["z", "commonjs", 31, undefined, false],
+      ["default", "commonjs", 32, undefined, false],
+      ["parse", "function", 33, "parse", true],
+      ["version", "variable", 33, "version", true],
+    ]);
+    const core = await about(get(), "lib/core/index.cjs");
+    assert.deepEqual(core.imports.map((i) => [i.line, i.kind, i.specifier, show(i.target)]), [
+      [30, "re-export", "./strings.cjs", "module lib/core/strings.d.cts + lib/core/strings.cjs"],
+      [31, "re-export", "./util.cjs", "module lib/core/util.cjs"],
+      [32, "require", "./util.cjs", "module lib/core/util.cjs"],
+    ]);
+    assert.deepEqual(core.exports.filter((e) => !e.viaStar).map((e) => [e.name, e.kind, e.line, e.from?.name]), [
+      ["util", "re-export", 31, "*"],
+      ["toZod", "commonjs", 33, undefined],
+    ]);
+    const esb = await about(get(), "lib/esb.cjs");
+    assert.deepEqual(esb.exports.map((e) => `${e.name} ${e.kind} ${e.line}`), ["alpha commonjs 8", "beta commonjs 8"]);
+    // In an ES module bundle, `__export` fills a namespace object: no export of the module.
+    const bundle = await about(get(), "lib/bundle.js");
+    assert.deepEqual(bundle.exports.map((e) => e.name), ["ns"]);
+    const strings = await radius(get(), "lib/core/strings.cjs");
+    assert.deepEqual(strings.direct.map((d) => d.path), ["lib/core/index.cjs"]);
+  });
+});
+
 fixtureSuite("code intelligence, JSX and TSX", "jsx_tsx", (get) => {
   it("parses TSX with JSX text and namespace components, and .jsx files", async () => {
     const a = await about(get(), "src/App.tsx");

@@ -248,6 +248,23 @@ describe(`top-level statements read from an outline's tokens (${runtimeName})`, 
     });
   }
 
+  it("summarizes CommonJS exports alike with and without an outline, those inside a call's arguments too", () => {
+    const text = [
+      'Object.defineProperty(exports, "__esModule", { value: true });',
+      "exports.b = exports.a = void 0;",
+      'Object.defineProperty(exports, "a", { enumerable: true, get: function () { return 1; } });',
+      "exports.b = 2;",
+    ].join("\n");
+    const summary = summarizeModule(ts, "src/m.ts", text);
+    assert.deepEqual(summary, summarizeModule(ts, "src/m.ts", text, { outline: false }));
+    assert.deepEqual(summary.exports.map((e) => [e.name, e.kind, e.line]), [["b", "commonjs", 4], [
+      "a",
+      "commonjs",
+      3,
+    ]]);
+    assert.equal(summary.commonjs, true);
+  });
+
   it("reports the syntax errors it gives up on, as the whole tree does", () => {
     for (const text of ["const e2 = 1 +", "const e3 = b c", "export const e4 = ;", "export { a as }"]) {
       assert.ok(summarizeModule(ts, "src/m.ts", text).parseError, text);

@@ -101,10 +101,18 @@ export function entryPoints(
     const re = globToRegExp(glob);
     for (const file of graph.modules.keys()) if (re.test(file)) add(file, from);
   }
+  // The declaration file beside a JavaScript entry types it for TypeScript (`index.d.ts` for `index.js`): public too.
+  for (const [file, from] of [...entries]) {
+    const declaration = /\.(?:([mc]?)js|jsx)$/.exec(file);
+    if (!declaration) continue;
+    const types = `${file.slice(0, declaration.index)}.d.${declaration[1] ?? ""}ts`;
+    if (graph.modules.has(types)) add(types, `${from} (its declaration file)`);
+  }
   return [...entries].map(([file, from]) => ({ file, from })).sort((a, b) => (a.file < b.file ? -1 : 1));
 }
 
-type Certainty = { readonly used: true } | { readonly used: false; readonly reason: string };
+/** `via`: where a module's default is read, for the reason when that turns out to be a CommonJS module object. */
+type Certainty = { readonly used: true; readonly via?: string } | { readonly used: false; readonly reason: string };
 /** How a binding uses what it names, when that is a namespace: some members, or all of it (escapes, where). */
 type Members = { readonly only: readonly string[] } | { readonly escapes: string };
 interface Demand {
@@ -148,9 +156,9 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
     for (const record of summary.exports) if (record.name !== "*") names.add(record.name);
     for (const record of summary.exports) {
       if (record.name !== "*") continue;
-      const target = resolvedModule(modules.get(module)!, record.from!);
-      if (!target) continue;
-      for (const name of exportedNames(target, seen)) if (name !== "default") names.add(name);
+      for (const target of resolvedModules(modules.get(module)!, record.from!)) {
+        for (const name of exportedNames(target, seen)) if (name !== "default") names.add(name);
+      }
     }
     return names;
   };
@@ -181,7 +189,9 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
           if (binding.imported === "*" || (binding.imported === "default" && targetSummary?.commonjs)) {
             // The module object: its members read, or all of it when it escapes; unused, nothing.
             if (binding.escapes) whole(target, { used: false, reason: `the module object escapes in ${where}` });
-            for (const member of binding.members ?? []) demand(target, member, USED);
+            for (const member of binding.members ?? []) {
+              demand(target, member, member === "default" ? { used: true, via: where } : USED);
+            }
             if (binding.escapes || binding.members) demand(target, "export=", USED);
             continue;
           }
@@ -281,25 +291,44 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
     const own = exportsNamed(module, summary, name);
     for (const record of own) {
       if (record.from === undefined) continue;
-      const target = resolvedModule(graphModule, record.from);
-      if (!target) continue;
-      if (record.sourceName !== "*") {
-        demand(target, record.sourceName!, certainty, members);
-      } else if (members === undefined) {
-        whole(target, certainty); // a public namespace: all of it
-      } else if ("escapes" in members) {
-        whole(target, {
-          used: false,
-          reason: `${module} re-exports it as ${name}, which escapes in ${members.escapes}`,
-        });
-      } else {
-        for (const member of members.only) demand(target, member, certainty);
+      // To a declaration file and the module it types, both (`export * from "./a.js"` → a.d.ts, a.js).
+      for (const target of resolvedModules(graphModule, record.from)) {
+        if (record.sourceName !== "*") {
+          demand(target, record.sourceName!, certainty, members);
+        } else if (members === undefined) {
+          whole(target, certainty); // a public namespace: all of it
+        } else if ("escapes" in members) {
+          whole(target, {
+            used: false,
+            reason: `${module} re-exports it as ${name}, which escapes in ${members.escapes}`,
+          });
+        } else {
+          for (const member of members.only) demand(target, member, certainty);
+        }
       }
     }
-    if (own.length > 0 || name === "default") continue; // `export *` never carries default
+    if (own.length > 0) continue;
+    // What `module.exports = value` (or `export =`) assigned is the module: a name it does not export is read from
+    // that value, and so is the default an interop helper or Node's `import` reads.
+    if (exportsNamed(module, summary, "export=").length > 0 && name !== "export=") {
+      demand(module, "export=", certainty);
+      continue;
+    }
+    if (name === "default") {
+      // `export *` never carries default. A CommonJS module without `exports.default` gives its module object as
+      // default (`__importDefault(require("x")).default`): all its exports, read who knows how.
+      if (summary.commonjs) {
+        whole(module, {
+          used: false,
+          reason: certainty.used
+            ? `the module object is read as its default${certainty.via ? ` in ${certainty.via}` : ""}`
+            : certainty.reason,
+        });
+      }
+      continue;
+    }
     for (const record of exportsNamed(module, summary, "*")) {
-      const target = resolvedModule(graphModule, record.from!);
-      if (target) demand(target, name, certainty, members);
+      for (const target of resolvedModules(graphModule, record.from!)) demand(target, name, certainty, members);
     }
   }
 
@@ -356,7 +385,9 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
   return { entryPoints: entries, dead, undetermined, used, usedIn, total };
 }
 
-function resolvedModule(module: GraphModule, index: number): string | undefined {
+/** The modules an import leads to: a module, or a declaration file and the module it types. */
+function resolvedModules(module: GraphModule, index: number): string[] {
   const resolution = module.resolutions[index];
-  return resolution?.kind === "module" ? resolution.path : undefined;
+  if (resolution?.kind !== "module") return [];
+  return resolution.also ? [resolution.path, resolution.also] : [resolution.path];
 }

@@ -15,7 +15,7 @@ import {
   usageFrom,
   type Use,
 } from "./outline.ts";
-import { type TopLevel, topLevelOfOutline, topLevelOfTree } from "./top_level.ts";
+import { helperName, NAMESPACE_HELPERS, type TopLevel, topLevelOfOutline, topLevelOfTree } from "./top_level.ts";
 
 /** How a module names another. */
 export type ImportKind =
@@ -154,7 +154,9 @@ export function summarizeModule(
   // and the import() calls are read on the way (see summarize).
   let watch: Set<string> | undefined;
   for (const match of text.matchAll(NAMESPACE_IMPORT)) (watch ??= new Set()).add(match[1]);
-  const outline = useOutline && kind === ts.ScriptKind.TS ? outlineOf(ts, text, watch) : undefined;
+  const outline = useOutline && kind === ts.ScriptKind.TS && !DEFINES_EXPORTS.test(text)
+    ? outlineOf(ts, text, watch)
+    : undefined;
   const lineAt = lineCounter(text);
   if (outline !== undefined) {
     const read = { uses: outline.uses, of: watch ?? new Set<string>(), imports: outline.imports };
@@ -175,6 +177,9 @@ export function summarizeModule(
 
 /** Text that may call import() or require(), comments between the word and `(` included. */
 const CALLS_IMPORT_OR_REQUIRE = /\b(?:import|require)\s*(?:\/\*(?:[^*]|\*(?!\/))*\*\/\s*|\/\/[^\n]*\n\s*)*\(/;
+
+/** `Object.defineProperty(exports, "a", …)` exports a name from inside a call's arguments, which an outline drops. */
+const DEFINES_EXPORTS = /\bObject\s*\.\s*defineProperty\s*\(\s*(?:module\s*\.\s*)?exports\b/;
 
 /** `import * as ns`, `import type * as ns`: the local names whose uses an outline reads on the way. */
 const NAMESPACE_IMPORT = /\bimport\s+(?:type\s+)?\*\s*as\s+([A-Za-z_$][\w$]*)/g;
@@ -228,12 +233,21 @@ function summarize(
   const declared: number[] = [];
   const specifierRanges: [number, number][] = [];
   const namespaceBinding = (call: TS.Node, depth: number): Omit<Binding, "members" | "escapes">[] => {
-    // `const { a, b } = await import("x")`, `const m = require("x")`, `require("x").a`
-    let parent = stack[depth - 1];
+    // `const { a, b } = await import("x")`, `const m = require("x")`, `require("x").a`, and through an interop helper
+    // (`const m = __importStar(require("x"))`), which gives the module object or one like it.
+    let up = depth - 1;
+    let parent = stack[up];
     let child: TS.Node = call;
+    if (
+      parent && ts.isCallExpression(parent) && parent.arguments[0] === child &&
+      NAMESPACE_HELPERS.has(helperName(ts, parent) ?? "")
+    ) {
+      child = parent;
+      parent = stack[--up];
+    }
     if (parent && ts.isAwaitExpression(parent)) {
       child = parent;
-      parent = stack[depth - 2];
+      parent = stack[--up];
     }
     if (parent && ts.isVariableDeclaration(parent) && parent.initializer === child) {
       if (ts.isIdentifier(parent.name)) {
@@ -292,6 +306,8 @@ function summarize(
           if (specifier !== undefined) {
             // The specifier's text is not a use of a name it happens to contain.
             specifierRanges.push([call.arguments[0].pos, call.arguments[0].end]);
+            // A CommonJS re-export's require(), which the top-level statements recorded.
+            if (isRequire && top.consumedRequires.has(node.getStart(tree))) break;
             imports.push({
               specifier,
               line: lineOf(node),

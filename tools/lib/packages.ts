@@ -1,7 +1,7 @@
 // The packages of a root: every package.json outside node_modules, the
 // workspaces the root declares (package.json `workspaces`, pnpm-workspace.yaml),
 // and the entry points each package.json names (`main`, `module`, `types`,
-// `bin`, `browser`, `exports`).
+// `bin`, `browser`, `exports`, `typesVersions`).
 import { joinRel, parentDir } from "./virtual_fs.ts";
 
 /** One package.json, as far as the tools need it. */
@@ -67,6 +67,17 @@ export function parsePackage(manifest: string, text: string | undefined): Packag
     }
   }
   entries.push(...exportTargets(json.exports));
+  // `typesVersions` maps subpaths to the declaration files that type them, per TypeScript version.
+  for (const [range, paths] of Object.entries(asObject(json.typesVersions) ?? {})) {
+    for (const [pattern, targets] of Object.entries(asObject(paths) ?? {})) {
+      if (!Array.isArray(targets)) continue;
+      for (const target of targets) {
+        if (typeof target === "string") {
+          entries.push({ target, field: `typesVersions[${JSON.stringify(range)}][${JSON.stringify(pattern)}]` });
+        }
+      }
+    }
+  }
   const ws = json.workspaces;
   const workspaces = Array.isArray(ws)
     ? ws.filter((p): p is string => typeof p === "string")

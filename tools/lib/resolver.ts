@@ -189,9 +189,12 @@ export class Resolver {
     if (rel === undefined || !this.#vfs.files.has(rel)) return undefined;
     const source = this.#configs.sourceFor(rel);
     if (source) return { kind: "module", path: source };
-    if (/\.d\.[mc]?ts$/.test(rel)) {
-      const stem = rel.replace(/\.d\.([mc]?)ts$/, "");
-      for (const ext of [".js", ".mjs", ".cjs", ".jsx"]) {
+    const declaration = /\.d\.([mc]?)ts$/.exec(rel);
+    if (declaration) {
+      const stem = rel.slice(0, declaration.index);
+      // The file the declaration types (`.d.cts` types `.cjs`) before any other beside it.
+      const flavour = declaration[1] === "" ? [".js", ".jsx"] : [`.${declaration[1]}js`];
+      for (const ext of new Set([...flavour, ".js", ".mjs", ".cjs", ".jsx"])) {
         if (this.#vfs.files.has(stem + ext)) return { kind: "module", path: rel, also: stem + ext };
       }
     }

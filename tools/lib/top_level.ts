@@ -38,9 +38,13 @@ export class TopLevel {
   /** Where import declarations (`import …`, `import x = …`) lie in the text, leading trivia included. */
   readonly importRanges: [number, number][] = [];
   commonjs = false;
+  /** Where the `require(…)` calls lie that a CommonJS re-export consumed (`__exportStar(require("x"), exports)`). */
+  readonly consumedRequires = new Set<number>();
   // Overloads and merged declarations: one symbol per name and kind, and one export.
   readonly #symbolKeys = new Set<string>();
   readonly #exportedDeclarations = new Set<string>();
+  /** CommonJS export names declared by `exports.a = void 0` only, so far: a later assignment says where they are. */
+  readonly #commonjsPlaceholders = new Set<string>();
 
   /** `import … from "x"`; `bindings` undefined for `import "x"`. */
   importFrom(specifier: string, line: number, bindings: PendingBinding[] | undefined): void {
@@ -115,6 +119,34 @@ export class TopLevel {
     }
   }
 
+  /** `exports.a = …`, `Object.defineProperty(exports, "a", …)`; `placeholder` for TypeScript's `exports.a = void 0`. */
+  commonjsExport(name: string, line: number, placeholder: boolean): void {
+    this.commonjs = true;
+    const index = this.exports.findIndex((e) => e.name === name);
+    if (index === -1) {
+      this.exports.push({ name, kind: "commonjs", typeOnly: false, line });
+      if (placeholder) this.#commonjsPlaceholders.add(name);
+    } else if (!placeholder && this.#commonjsPlaceholders.delete(name)) {
+      this.exports[index] = { ...this.exports[index], line };
+    }
+  }
+
+  /**
+   * A CommonJS re-export of the module `require(specifier)` (at `call` in the text) loads: all its names (`what` "*",
+   * `__exportStar(require("x"), exports)`) or its module object as one name (`exports.ns = __importStar(require("x"))`).
+   */
+  commonjsReExport(specifier: string, line: number, call: number, what: string): void {
+    this.commonjs = true;
+    this.consumedRequires.add(call);
+    if (what !== "*") {
+      // It replaces the name's `exports.ns = void 0`.
+      const index = this.exports.findIndex((e) => e.name === what && e.kind === "commonjs");
+      if (index !== -1) this.exports.splice(index, 1);
+      this.#commonjsPlaceholders.delete(what);
+    }
+    this.reExport(specifier, line, false, what);
+  }
+
   /** `export default <expression>` and `export = <expression>`; `local` when the expression is a name. */
   exportAssignment(exportEquals: boolean, local: string | undefined, line: number): void {
     const name = exportEquals ? "export=" : "default";
@@ -164,6 +196,7 @@ export function topLevelOfTree(
 ): TopLevel {
   const SK = ts.SyntaxKind;
   const top = new TopLevel();
+  const esbuild: EsbuildExports = { objects: new Map(), toCommonJs: new Set() };
   const lineOf = (node: TS.Node) => lineAt(at(node.getStart(sf)));
   const hasModifier = (node: TS.Node, kind: TS.SyntaxKind) =>
     ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === kind);
@@ -259,43 +292,154 @@ export function topLevelOfTree(
         for (const name of bindingNames(declaration.name)) record(name, "variable", false);
       }
     } else if (ts.isExpressionStatement(statement)) {
-      top.commonjs = commonJsExports(ts, statement.expression, line, top.exports) || top.commonjs;
+      commonJsStatement(ts, statement.expression, line, top, (node) => at(node.getStart(sf)), esbuild);
     }
+  }
+  for (const [object, names] of esbuild.objects) {
+    if (esbuild.toCommonJs.has(object)) { for (const [name, line] of names) top.commonjsExport(name, line, false); }
   }
   return top;
 }
 
-/** `module.exports = …`, `exports.a = …`: records the names exported; whether the statement is one of these. */
-function commonJsExports(ts: TsApi, expression: TS.Expression, line: number, exports: ExportRecord[]): boolean {
-  if (!ts.isBinaryExpression(expression) || expression.operatorToken.kind !== ts.SyntaxKind.EqualsToken) {
-    return false;
-  }
-  const left = expression.left;
+/** esbuild's CommonJS output: `__export(x_exports, { a: () => a })` fills an object; `module.exports = __toCommonJS(x_exports)`. */
+interface EsbuildExports {
+  readonly objects: Map<string, [string, number][]>;
+  readonly toCommonJs: Set<string>;
+}
+
+/** Helpers that copy every export of a required module but `default` onto `exports`: TypeScript's, swc's, esbuild's. */
+const STAR_HELPERS = new Set(["__exportStar", "__export", "_export_star", "__reExport"]);
+/** Helpers that wrap a required module into a namespace object: TypeScript's, babel's, swc's, esbuild's. */
+export const NAMESPACE_HELPERS: ReadonlySet<string> = new Set([
+  "__importStar",
+  "_interopRequireWildcard",
+  "_interop_require_wildcard",
+  "__toESM",
+  "__importDefault",
+  "_interopRequireDefault",
+  "_interop_require_default",
+]);
+
+/** The name of a helper called as `h(…)` or `tslib.h(…)`, `(0, tslib.h)(…)`. */
+export function helperName(ts: TsApi, call: TS.CallExpression): string | undefined {
+  let callee: TS.Expression = call.expression;
+  while (ts.isParenthesizedExpression(callee)) callee = callee.expression;
+  if (ts.isBinaryExpression(callee) && callee.operatorToken.kind === ts.SyntaxKind.CommaToken) callee = callee.right;
+  if (ts.isIdentifier(callee)) return callee.text;
+  if (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.name)) return callee.name.text;
+  return undefined;
+}
+
+/**
+ * A CommonJS export statement, recorded: `exports.a = …` (chains too), `module.exports = …`,
+ * `Object.defineProperty(exports, "a", …)`, `exports.ns = __importStar(require("x"))` and the helpers that re-export
+ * all of a required module (`__exportStar(require("x"), exports)`), as TypeScript, babel, swc and esbuild emit them.
+ * Other uses of `exports` record nothing: a module they could take names from is passed along, which the uses of the
+ * module's binding show (it escapes).
+ */
+function commonJsStatement(
+  ts: TsApi,
+  expression: TS.Expression,
+  line: number,
+  top: TopLevel,
+  positionOf: (node: TS.Node) => number,
+  esbuild: EsbuildExports,
+): void {
   const isModuleExports = (node: TS.Node) =>
     ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "module" &&
     node.name.text === "exports";
-  const add = (name: string) => {
-    if (!exports.some((e) => e.name === name)) exports.push({ name, kind: "commonjs", typeOnly: false, line });
+  const isExports = (node: TS.Node) => (ts.isIdentifier(node) && node.text === "exports") || isModuleExports(node);
+  /** `exports.a`, `exports["a"]`, `module.exports.a`: the name. */
+  const exportedName = (node: TS.Node): string | undefined => {
+    if (ts.isPropertyAccessExpression(node) && ts.isIdentifier(node.name) && isExports(node.expression)) {
+      return node.name.text;
+    }
+    if (ts.isElementAccessExpression(node) && isExports(node.expression)) {
+      const key = node.argumentExpression;
+      if (ts.isStringLiteral(key) || ts.isNoSubstitutionTemplateLiteral(key)) return key.text;
+    }
+    return undefined;
   };
-  if (isModuleExports(left)) {
-    const right = expression.right;
-    if (ts.isObjectLiteralExpression(right)) {
-      for (const property of right.properties) {
-        if (property.name && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))) {
-          add(property.name.text);
-        }
-      }
-    } else add("default");
-    return true;
+  /** `require("x")`: the call and its specifier. */
+  const requireOf = (node: TS.Node | undefined): { call: TS.CallExpression; specifier: string } | undefined => {
+    if (
+      node && ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "require" &&
+      node.arguments.length === 1 &&
+      (ts.isStringLiteral(node.arguments[0]) || ts.isNoSubstitutionTemplateLiteral(node.arguments[0]))
+    ) return { call: node, specifier: (node.arguments[0] as TS.StringLiteral).text };
+    return undefined;
+  };
+  const isAssignment = (node: TS.Node): node is TS.BinaryExpression =>
+    ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.EqualsToken;
+  const propertyNames = (object: TS.ObjectLiteralExpression): string[] =>
+    object.properties.flatMap((property) =>
+      property.name && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name)) ? [property.name.text] : []
+    );
+
+  if (isAssignment(expression)) {
+    if (isModuleExports(expression.left)) {
+      top.commonjs = true;
+      const right = expression.right;
+      if (ts.isObjectLiteralExpression(right)) {
+        for (const name of propertyNames(right)) top.commonjsExport(name, line, false);
+      } else if (ts.isCallExpression(right) && helperName(ts, right) === "__toCommonJS") {
+        const object = right.arguments[0];
+        if (object && ts.isIdentifier(object)) esbuild.toCommonJs.add(object.text);
+      } else top.commonjsExport("export=", line, false); // what TypeScript calls `export =`
+      return;
+    }
+    // `exports.a = exports.b = value`
+    const names: string[] = [];
+    let value: TS.Expression = expression;
+    while (isAssignment(value)) {
+      const name = exportedName(value.left);
+      if (name === undefined) break;
+      names.push(name);
+      value = value.right;
+    }
+    if (names.length === 0) return;
+    let inner: TS.Expression = value;
+    if (ts.isCallExpression(inner) && NAMESPACE_HELPERS.has(helperName(ts, inner) ?? "")) {
+      const name = helperName(ts, inner)!;
+      // A default-import helper wraps a module that is not an ES module as `{ default: module }`: not a namespace.
+      if (!/default/i.test(name)) inner = inner.arguments[0] ?? inner;
+    }
+    const required = names.length === 1 ? requireOf(inner) : undefined;
+    if (required) {
+      top.commonjsReExport(required.specifier, line, positionOf(required.call), names[0]);
+      return;
+    }
+    const placeholder = ts.isVoidExpression(value) && ts.isNumericLiteral(value.expression);
+    for (const name of names) top.commonjsExport(name, line, placeholder);
+    return;
   }
+  if (!ts.isCallExpression(expression)) return;
+  const helper = helperName(ts, expression);
+  const args = expression.arguments;
   if (
-    ts.isPropertyAccessExpression(left) && ts.isIdentifier(left.name) &&
-    ((ts.isIdentifier(left.expression) && left.expression.text === "exports") || isModuleExports(left.expression))
+    helper === "defineProperty" && ts.isPropertyAccessExpression(expression.expression) &&
+    ts.isIdentifier(expression.expression.expression) && expression.expression.expression.text === "Object" &&
+    args.length >= 2 && isExports(args[0])
   ) {
-    add(left.name.text);
-    return true;
+    const key = args[1];
+    if (ts.isStringLiteral(key) || ts.isNoSubstitutionTemplateLiteral(key)) {
+      if (key.text === "__esModule") top.commonjs = true;
+      else top.commonjsExport(key.text, line, false);
+    }
+    return;
   }
-  return false;
+  if (helper === undefined || !STAR_HELPERS.has(helper)) return;
+  if (helper === "__export" && args.length === 2 && ts.isIdentifier(args[0]) && ts.isObjectLiteralExpression(args[1])) {
+    const names = propertyNames(args[1]).map((name): [string, number] => [name, line]);
+    esbuild.objects.set(args[0].text, [...(esbuild.objects.get(args[0].text) ?? []), ...names]);
+    return;
+  }
+  // `__exportStar(require("x"), exports)`, `__export(require("x"))`, `__reExport(x_exports, require("x"), module.exports)`
+  const [source, target] = helper === "__reExport" ? [args[1], args[2]] : [args[0], args[1]];
+  const required = requireOf(source);
+  if (required && (helper === "__export" ? args.length === 1 : target !== undefined && isExports(target))) {
+    top.commonjsReExport(required.specifier, line, positionOf(required.call), "*");
+  }
 }
 
 /**
