@@ -145,12 +145,15 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
   stopListening();
   if (json) {
     print(JSON.stringify(result, null, 2));
+  } else if (result.isError) {
+    // The message, as text: an error's structuredContent (of a tool without an output schema) repeats it as JSON.
+    platform().writeStderr(result.content.map((c) => c.text).join("\n") + "\n");
   } else {
-    const text = result.structuredContent
-      ? JSON.stringify(result.structuredContent, null, 2)
-      : result.content.map((c) => c.text).join("\n");
-    if (result.isError) platform().writeStderr(text + "\n");
-    else print(text);
+    print(
+      result.structuredContent
+        ? JSON.stringify(result.structuredContent, null, 2)
+        : result.content.map((c) => c.text).join("\n"),
+    );
   }
   return result.isError ? 1 : 0;
 }

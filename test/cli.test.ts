@@ -61,6 +61,9 @@ describe(`cli (${runtimeName})`, () => {
     assert.equal(code, 1);
     assert.equal(stdout, "");
     assert.equal(stderr, 'Invalid argument "limit": expected >=1 but received 0\n');
+    const fraction = await runWarden(["call", "tech_debt_check", "--arg", "limit=1.5"]);
+    assert.equal(fraction.code, 1);
+    assert.equal(fraction.stderr, 'Invalid argument "limit": expected integer but received 1.5\n');
   });
 
   const usageErrors: { args: string[]; message: string }[] = [

@@ -474,6 +474,9 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
       textOf(result),
       'Invalid argument "limit": expected >=1 but received 0\nUnknown argument "colour": licenses_list does not take it; it accepts license, limit, root',
     );
+    // The manifest's JSON Schema words an issue as valibot does for a built-in tool.
+    const fraction = await session.client.callTool({ name: "licenses_list", arguments: { limit: 1.5 } });
+    assert.equal(textOf(fraction), 'Invalid argument "limit": expected integer but received 1.5');
   });
 
   it("reports itself in extension_list, without host paths", async () => {
