@@ -7,6 +7,8 @@ import * as v from "valibot";
 import { lengthIssue, patternExpected, type SchemaIssue } from "./json_schema.ts";
 import type { JsonSchema, LoadedTool } from "./loader.ts";
 import { RISK_CLASSES, type RiskClass, type ToolCapabilities, type ToolContext } from "./tool.ts";
+import { problem } from "./errors.ts";
+import type { PluginRecord } from "./plugins/discover.ts";
 
 /** MCP tool annotations, derived from the risk class only. */
 export interface ToolAnnotations {
@@ -247,6 +249,20 @@ export async function buildCatalog(entries: readonly CatalogEntry[]): Promise<Ca
     toolsByRisk: Object.freeze(toolsByRisk),
     tools: new Map(sorted.map((entry) => [entry.descriptor.name, entry])),
   });
+}
+
+/**
+ * Why `name` is not served when a refused plugin declares it (the plugin, its status and reason, and the fix);
+ * undefined for a name no plugin declares.
+ */
+export function refusedToolProblem(name: string, extensions: readonly PluginRecord[]): string | undefined {
+  const record = extensions.find((r) => r.status !== "verified" && r.tools.includes(name));
+  if (!record) return undefined;
+  return problem(
+    `Tool ${JSON.stringify(name)} is not served`,
+    `its plugin "${record.id}" is refused (${record.status}${record.reason ? `: ${record.reason}` : ""})`,
+    record.fix ?? 'run "warden plugin list"',
+  );
 }
 
 /** The golden file's text: digest and tools, canonical key order, indented. */

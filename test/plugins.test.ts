@@ -277,10 +277,10 @@ describe(`plugin statuses (${runtimeName})`, () => {
     try {
       const good = await session.client.callTool({ name: "good_echo", arguments: { text: "hi" } });
       assert.deepEqual(JSON.parse(textOf(good)), { marker: "good", text: "hi" });
+      serveStderr = session.stderr();
     } finally {
       await session.close();
     }
-    serveStderr = tools.stderr;
   });
   after(() => work.remove());
 
@@ -536,20 +536,6 @@ describe(`a verified plugin at work (${runtimeName})`, () => {
   it("ran the verified bytes although the entry file was replaced before the first call", () => {
     // The answers above came from the verified bundle; the file on disk is the replacement.
     assert.equal(readFileSync(path.join(plugins, "licenses", "plugin.js"), "utf8"), REPLACED_ENTRY);
-  });
-});
-
-describe(`the repository's example plugin out of the box (${runtimeName})`, () => {
-  it("is refused as unknown-signer, and the startup line says how to review and pin it", async () => {
-    const { code, stderr } = await runWarden(["tools"], {
-      env: { WARDEN_PLUGINS_DIR: path.join(repoRoot, "plugins") },
-    });
-    assert.equal(code, 0);
-    const line = JSON.parse(stderr.trim().split("\n").find((l) => l.includes("plugin_refused"))!);
-    assert.equal(line.plugin, "licenses");
-    assert.equal(line.status, "unknown-signer");
-    assert.match(line.fix, /warden plugin verify plugins\/licenses/);
-    assert.match(line.fix, /warden plugin trust plugins\/licenses/);
   });
 });
 
