@@ -4,9 +4,11 @@
 import { sha256Digest } from "./sha256.ts";
 import { canonicalJson, prettyCanonicalJson } from "./canonical_json.ts";
 import * as v from "valibot";
-import type { SchemaIssue } from "./json_schema.ts";
+import { lengthIssue, patternExpected, type SchemaIssue } from "./json_schema.ts";
 import type { JsonSchema, LoadedTool } from "./loader.ts";
 import { RISK_CLASSES, type RiskClass, type ToolCapabilities, type ToolContext } from "./tool.ts";
+import { problem } from "./errors.ts";
+import type { PluginRecord } from "./plugins/discover.ts";
 
 /** MCP tool annotations, derived from the risk class only. */
 export interface ToolAnnotations {
@@ -110,40 +112,106 @@ export function describeTool(
   };
 }
 
-/** Converts valibot issues to the shape every argument message uses. */
+/**
+ * valibot's words for what a schema expects, in the words of the JSON Schema the catalog publishes (and the plugin
+ * validator uses): `array` and `object` in lower case, and no parentheses around a list of options.
+ */
+function typeWords(expects: string): string {
+  let out = "";
+  let quoted = false;
+  for (let i = 0; i < expects.length; i++) {
+    const ch = expects[i];
+    if (ch === '"' && expects[i - 1] !== "\\") quoted = !quoted;
+    if (!quoted && (ch === "(" || ch === ")")) continue;
+    out += ch;
+  }
+  return out.replace(/(?<!")\b(Array|Object)\b(?!")/g, (word) => word.toLowerCase());
+}
+
+/** What a valibot check expected, for the checks that do not say it themselves (valibot's `expected` is null). */
+const CHECK_WORDS: Record<string, string> = {
+  integer: "integer",
+  safe_integer: "safe integer",
+  finite: "finite number",
+};
+
+type ValibotNode = {
+  kind?: string;
+  type?: string;
+  expects?: string;
+  entries?: Record<string, ValibotNode>;
+  wrapped?: ValibotNode;
+  item?: ValibotNode;
+  pipe?: ValibotNode[];
+};
+
+/** Wrappers that only make a key optional: the value, when given, is checked by what they wrap. */
+const OPTIONAL_WRAPPERS = new Set(["optional", "exact_optional", "undefinedable"]);
+
+/** The schema node that checks the value at `path`. */
+function nodeAt(schema: v.GenericSchema, path: readonly (string | number)[]): ValibotNode | undefined {
+  let node: ValibotNode | undefined = schema as unknown as ValibotNode;
+  for (const key of path) {
+    while (node?.wrapped) node = node.wrapped;
+    node = typeof key === "number" ? node?.item : node?.entries?.[key];
+  }
+  while (node?.wrapped && OPTIONAL_WRAPPERS.has(node.type ?? "")) node = node.wrapped;
+  return node;
+}
+
+/** What a schema node accepts, in the words of its JSON Schema. */
+function nodeWords(node: ValibotNode | undefined): string | undefined {
+  if (!node?.expects) return undefined;
+  // `v.pipe(v.number(), v.integer())` is published as `"type": "integer"`.
+  if (node.expects === "number" && node.pipe?.some((step) => step.type === "integer")) return "integer";
+  return typeWords(node.expects);
+}
+
+/** Converts valibot issues to the shape every argument message uses, worded as the JSON Schema validator words them. */
 function valibotIssues(schema: v.GenericSchema, issues: readonly v.BaseIssue<unknown>[]): SchemaIssue[] {
-  type Node = { expects?: string; entries?: Record<string, Node>; wrapped?: Node; item?: Node };
-  return issues.map((issue) => {
+  return issues.map((issue): SchemaIssue => {
     const path = (issue.path ?? []).map((item) => (item as { key: string | number }).key);
     if (issue.type === "strict_object" && issue.expected === "never") {
-      return { path, kind: "unknown-key" as const, expected: "never", received: issue.received };
+      return { path, kind: "unknown-key", expected: "never", received: issue.received };
     }
     if (issue.input === undefined && issue.received === "undefined" && path.length > 0) {
       // valibot names the missing key as expected; the schema at that path says what it should be.
-      let node: Node | undefined = schema as unknown as Node;
-      for (const key of path) {
-        while (node?.wrapped) node = node.wrapped;
-        node = typeof key === "number" ? node?.item : node?.entries?.[key];
-      }
-      while (node?.wrapped) node = node.wrapped;
-      return {
-        path,
-        kind: "missing" as const,
-        expected: node?.expects ?? issue.expected ?? "a value",
-        received: "undefined",
-      };
+      const expected = nodeWords(nodeAt(schema, path)) ?? issue.expected ?? "a value";
+      return { path, kind: "missing", expected, received: "undefined" };
     }
     // A custom message (one not written by valibot, whose own start with "Invalid") says what is expected.
-    const expected = issue.message && !issue.message.startsWith("Invalid ")
-      ? issue.message
-      : issue.expected ?? issue.message;
-    return { path, kind: "invalid" as const, expected, received: issue.received };
+    if (issue.message && !issue.message.startsWith("Invalid ")) {
+      return { path, kind: "invalid", expected: issue.message, received: issue.received };
+    }
+    const requirement = (issue as { requirement?: unknown }).requirement;
+    switch (issue.type) {
+      case "min_length":
+      case "max_length":
+      case "length":
+        return lengthIssue(path, issue.expected ?? String(requirement), Number(issue.received));
+      case "non_empty":
+        return lengthIssue(path, ">=1", Number(issue.received));
+      case "regex":
+        return {
+          path,
+          kind: "invalid",
+          expected: patternExpected((requirement as RegExp).source),
+          received: issue.received,
+        };
+      case "multiple_of":
+        return { path, kind: "invalid", expected: `multiple of ${requirement}`, received: issue.received };
+    }
+    const expected = issue.kind === "schema" && issue.expected !== null
+      ? nodeWords(nodeAt(schema, path)) ?? typeWords(issue.expected)
+      : issue.expected ?? CHECK_WORDS[issue.type] ?? issue.type.replaceAll("_", " ");
+    return { path, kind: "invalid", expected, received: issue.received };
   });
 }
 
 function validator(schema: v.GenericSchema): (value: unknown) => Validated {
   return (value) => {
-    const parsed = v.safeParse(schema, value);
+    // One issue per value, the first check it fails, as the JSON Schema validator reports it.
+    const parsed = v.safeParse(schema, value, { abortPipeEarly: true });
     return parsed.success
       ? { ok: true, value: parsed.output }
       : { ok: false, issues: valibotIssues(schema, parsed.issues) };
@@ -181,6 +249,20 @@ export async function buildCatalog(entries: readonly CatalogEntry[]): Promise<Ca
     toolsByRisk: Object.freeze(toolsByRisk),
     tools: new Map(sorted.map((entry) => [entry.descriptor.name, entry])),
   });
+}
+
+/**
+ * Why `name` is not served when a refused plugin declares it (the plugin, its status and reason, and the fix);
+ * undefined for a name no plugin declares.
+ */
+export function refusedToolProblem(name: string, extensions: readonly PluginRecord[]): string | undefined {
+  const record = extensions.find((r) => r.status !== "verified" && r.tools.includes(name));
+  if (!record) return undefined;
+  return problem(
+    `Tool ${JSON.stringify(name)} is not served`,
+    `its plugin "${record.id}" is refused (${record.status}${record.reason ? `: ${record.reason}` : ""})`,
+    record.fix ?? 'run "warden plugin list"',
+  );
 }
 
 /** The golden file's text: digest and tools, canonical key order, indented. */

@@ -2,13 +2,14 @@
 // or update the golden catalog. None of them loads the MCP SDK.
 import type { Ledger } from "./ledger.ts";
 import { governedCall, type Policy } from "./policy.ts";
-import { type Catalog, goldenText, summaryLine } from "./catalog.ts";
+import { type Catalog, goldenText, refusedToolProblem, summaryLine } from "./catalog.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { unifiedDiff } from "./line_diff.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
 import type { Spawner } from "./spawn.ts";
 import type { HostFacts } from "./tool.ts";
+import type { PluginRecord } from "./plugins/discover.ts";
 
 /** What every command is given: the catalog and the facts to build a context from. */
 export interface CommandEnv {
@@ -66,9 +67,102 @@ export function coerceArgument(schema: PropertySchema | undefined, text: string)
   }
 }
 
+const CALL_USAGE = "warden call <tool> [--arg key=value]... [--args <json>] [--json]";
+
+type SchemaNode = {
+  type?: string | string[];
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+  items?: SchemaNode;
+  properties?: Record<string, SchemaNode>;
+  required?: string[];
+  description?: string;
+  default?: unknown;
+  pattern?: string;
+  [bound: string]: unknown;
+};
+
+/** A range in words: `1..100`, `>=1`, `<=9`, or "" without bounds. */
+function range(low: unknown, high: unknown, lowOpen = false, highOpen = false): string {
+  const lo = typeof low === "number" ? `${lowOpen ? ">" : ">="}${low}` : "";
+  const hi = typeof high === "number" ? `${highOpen ? "<" : "<="}${high}` : "";
+  if (lo && hi && !lowOpen && !highOpen) return low === high ? `${low}` : `${low}..${high}`;
+  return [lo, hi].filter(Boolean).join(" and ");
+}
+
+/** What a JSON Schema accepts, in the words `warden call --help` prints. */
+function schemaWords(s: SchemaNode | undefined): string {
+  if (!s) return "any value";
+  if (Array.isArray(s.enum)) return s.enum.map((o) => JSON.stringify(o)).join(" | ");
+  if (s.const !== undefined) return JSON.stringify(s.const);
+  const options = s.anyOf ?? s.oneOf;
+  if (options) return options.map(schemaWords).join(" | ");
+  const types = s.type === undefined ? [] : Array.isArray(s.type) ? s.type : [s.type];
+  return types.map((type) => {
+    if (type === "integer" || type === "number") {
+      const bounds = range(
+        s.exclusiveMinimum ?? s.minimum,
+        s.exclusiveMaximum ?? s.maximum,
+        s.exclusiveMinimum !== undefined,
+        s.exclusiveMaximum !== undefined,
+      );
+      const multiple = typeof s.multipleOf === "number" ? `, multiple of ${s.multipleOf}` : "";
+      return `${type}${bounds ? ` ${bounds}` : ""}${multiple}`;
+    }
+    if (type === "string") {
+      const length = range(s.minLength, s.maxLength);
+      return `string${s.pattern ? ` matching /${s.pattern}/` : ""}${length ? `, length ${length}` : ""}`;
+    }
+    if (type === "array") {
+      const length = range(s.minItems, s.maxItems);
+      return `array${length ? ` (length ${length})` : ""} of ${schemaWords(s.items)}`;
+    }
+    if (type === "boolean") return "true | false";
+    if (type === "object") return "object (JSON)";
+    return type;
+  }).join(" | ") || "any value";
+}
+
+/** `warden call <tool> --help`: the tool's description and its arguments, read from its input schema. */
+function toolHelp(descriptor: Catalog["listResult"]["tools"][number]): string {
+  const schema = descriptor.inputSchema as SchemaNode;
+  const required = new Set(schema.required ?? []);
+  const lines = [
+    `Usage: ${CALL_USAGE.replace("<tool>", descriptor.name)}`,
+    "",
+    `${descriptor.title} (risk class ${descriptor._meta["warden/risk"]}): ${descriptor.description}`,
+    "",
+  ];
+  const entries = Object.entries(schema.properties ?? {});
+  if (entries.length === 0) lines.push("It takes no arguments.");
+  else lines.push("Arguments:");
+  for (const [name, property] of entries) {
+    const facts = [schemaWords(property), required.has(name) ? "required" : "optional"];
+    if (property.default !== undefined) facts.push(`default ${JSON.stringify(property.default)}`);
+    lines.push(`  ${name}: ${facts.join(", ")}`);
+    if (property.description) lines.push(`      ${property.description}`);
+  }
+  if (entries.length > 0) {
+    lines.push(
+      "",
+      "Pass each as --arg name=value (typed by the schema; a repeated name builds an array), or all at once as",
+      `--args '<JSON object>'.`,
+    );
+  }
+  return lines.join("\n");
+}
+
 /** `warden call <tool> [--arg key=value]... [--args <json>] [--json]`. */
 export async function callCommand(env: CommandEnv, argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === "--help" || name === "-h") {
+    print(
+      `Usage: ${CALL_USAGE}\n\nRuns one tool and prints its result; "warden call <tool> --help" describes its arguments.`,
+    );
+    return 0;
+  }
   if (!name || name.startsWith("-")) {
     throw usage("missing the tool name", 'run "warden call <tool> --arg key=value", see "warden tools"');
   }
@@ -77,8 +171,13 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
   if (!descriptor || !tool) {
     throw new WardenError(
       "unknown_tool",
-      problem("Unknown tool", received(name), 'run "warden tools" to list the tools'),
+      refusedToolProblem(name, env.host.extensions) ??
+        problem("Unknown tool", received(name), 'run "warden tools" to list the tools'),
     );
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    print(toolHelp(descriptor));
+    return 0;
   }
   const properties = (descriptor.inputSchema.properties ?? {}) as Record<string, PropertySchema>;
   let args: Record<string, unknown> = {};
@@ -145,18 +244,50 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
   stopListening();
   if (json) {
     print(JSON.stringify(result, null, 2));
+  } else if (result.isError) {
+    // The message, as text: an error's structuredContent (of a tool without an output schema) repeats it as JSON.
+    platform().writeStderr(result.content.map((c) => c.text).join("\n") + "\n");
   } else {
-    const text = result.structuredContent
-      ? JSON.stringify(result.structuredContent, null, 2)
-      : result.content.map((c) => c.text).join("\n");
-    if (result.isError) platform().writeStderr(text + "\n");
-    else print(text);
+    print(
+      result.structuredContent
+        ? JSON.stringify(result.structuredContent, null, 2)
+        : result.content.map((c) => c.text).join("\n"),
+    );
   }
   return result.isError ? 1 : 0;
 }
 
-/** `warden catalog [--check | --update] [--golden <file>]`: prints, checks or rewrites the golden catalog. */
-export async function catalogCommand(env: CommandEnv, args: readonly string[]): Promise<number> {
+/**
+ * The plugins beside the golden catalog, for `warden catalog`: each is its own contract, identified by its manifest
+ * digest (which the lock pins), and the served catalog's digest covers them with the built-in tools.
+ */
+function pluginsBeside(env: CommandEnv, records: readonly PluginRecord[], goldenName: string): string {
+  if (records.length === 0) return "";
+  const lines = [`Plugins beside it, not in ${goldenName}; each pinned by its manifest digest in the lock file:`];
+  for (const r of records) {
+    const served = r.status === "verified" ? "served" : `${r.status}, not served`;
+    lines.push(
+      `  ${r.id} ${r.version ?? "-"} (${served}): manifest ${r.manifestDigest ?? "-"}, tools ${
+        r.tools.join(", ") || "-"
+      }`,
+    );
+  }
+  if (records.some((r) => r.status === "verified")) {
+    lines.push(`Served catalog, built-in tools and plugins together (host_context's digest): ${env.catalog.digest}`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/**
+ * `warden catalog [--check | --update] [--golden <file>]`: prints, checks or rewrites the golden catalog, which
+ * pins the built-in tools (`contract`); the plugins are reported beside it.
+ */
+export async function catalogCommand(
+  env: CommandEnv,
+  args: readonly string[],
+  contract: Catalog,
+  plugins: readonly PluginRecord[],
+): Promise<number> {
   let mode: "print" | "check" | "update" = "print";
   let goldenPath = platform().fromFileUrl(env.goldenUrl);
   let goldenName = "schema/catalog.json";
@@ -171,9 +302,11 @@ export async function catalogCommand(env: CommandEnv, args: readonly string[]): 
       );
     }
   }
-  const current = goldenText(env.catalog);
+  const current = goldenText(contract);
+  const beside = () => platform().writeStderr(pluginsBeside(env, plugins, goldenName));
   if (mode === "print") {
     print(current);
+    beside();
     return 0;
   }
   if (mode === "update") {
@@ -182,9 +315,8 @@ export async function catalogCommand(env: CommandEnv, args: readonly string[]): 
     } catch (error) {
       throw new WardenError("config_invalid", problem(`Cannot write ${goldenName}`, messageOf(error)));
     }
-    platform().writeStderr(
-      `Updated ${goldenName}: ${env.catalog.listResult.tools.length} tools, ${env.catalog.digest}\n`,
-    );
+    platform().writeStderr(`Updated ${goldenName}: ${contract.listResult.tools.length} tools, ${contract.digest}\n`);
+    beside();
     return 0;
   }
   let golden: string;
@@ -197,7 +329,8 @@ export async function catalogCommand(env: CommandEnv, args: readonly string[]): 
     return 1;
   }
   if (golden === current) {
-    platform().writeStderr(`Catalog matches ${goldenName} (${env.catalog.digest})\n`);
+    platform().writeStderr(`Catalog matches ${goldenName} (${contract.digest})\n`);
+    beside();
     return 0;
   }
   platform().writeStderr(

@@ -115,6 +115,8 @@ export interface Config {
   readonly callTimeoutMs: number;
   readonly logLevel: LogLevel;
   readonly pluginsDir: string;
+  /** The flag or variable that named pluginsDir; null for the default (`<warden>/plugins`). */
+  readonly pluginsDirFrom: string | null;
   readonly allowedSignersFile: string;
   readonly revokedKeysFile: string;
   readonly lockFile: string;
@@ -299,6 +301,7 @@ export function parseConfig(
       callTimeoutMs,
       logLevel,
       pluginsDir: file("--plugins-dir", "WARDEN_PLUGINS_DIR", "plugins"),
+      pluginsDirFrom: setting("--plugins-dir", "WARDEN_PLUGINS_DIR")?.[0] ?? null,
       allowedSignersFile: file("--allowed-signers", "WARDEN_ALLOWED_SIGNERS", "trust/allowed_signers"),
       revokedKeysFile: file("--revoked-keys", "WARDEN_REVOKED_KEYS", "trust/revoked_keys"),
       lockFile: file("--plugins-lock", "WARDEN_PLUGINS_LOCK", "plugins.lock.json"),

@@ -59,6 +59,19 @@ const ASSERTIONS = new Set([
 ]);
 const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
 
+/**
+ * A length bound as every message words it, for strings and arrays alike: expected `length >=1`, received
+ * `length 0` (the value itself may be long; its length is what failed).
+ */
+export function lengthIssue(path: readonly (string | number)[], bound: string, length: number): SchemaIssue {
+  return { path, kind: "invalid", expected: `length ${bound}`, received: `length ${length}` };
+}
+
+/** What a pattern expects, as every message words it. */
+export function patternExpected(source: string): string {
+  return `text matching /${source}/`;
+}
+
 /** How valibot names a received value, so plugin and built-in messages read alike. */
 export function describeReceived(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value);
@@ -189,37 +202,38 @@ export function validateJsonSchema(schema: unknown, value: unknown, path: (strin
   const issues: SchemaIssue[] = [];
   for (const sub of (s.allOf as unknown[] | undefined) ?? []) issues.push(...validateJsonSchema(sub, value, path));
 
+  // A value gets one issue of its own, the first check it fails, as valibot's pipes report it (abortPipeEarly).
   if (typeof value === "number") {
-    if (typeof s.minimum === "number" && value < s.minimum) issues.push(...invalid(`>=${s.minimum}`));
-    if (typeof s.maximum === "number" && value > s.maximum) issues.push(...invalid(`<=${s.maximum}`));
+    if (typeof s.minimum === "number" && value < s.minimum) return [...issues, ...invalid(`>=${s.minimum}`)];
+    if (typeof s.maximum === "number" && value > s.maximum) return [...issues, ...invalid(`<=${s.maximum}`)];
     if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) {
-      issues.push(...invalid(`>${s.exclusiveMinimum}`));
+      return [...issues, ...invalid(`>${s.exclusiveMinimum}`)];
     }
     if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) {
-      issues.push(...invalid(`<${s.exclusiveMaximum}`));
+      return [...issues, ...invalid(`<${s.exclusiveMaximum}`)];
     }
     if (typeof s.multipleOf === "number" && value % s.multipleOf !== 0) {
-      issues.push(...invalid(`a multiple of ${s.multipleOf}`));
+      return [...issues, ...invalid(`multiple of ${s.multipleOf}`)];
     }
   }
   if (typeof value === "string") {
     const length = [...value].length;
     if (typeof s.minLength === "number" && length < s.minLength) {
-      issues.push({ path, kind: "invalid", expected: `>=${s.minLength}`, received: String(length) });
+      return [...issues, lengthIssue(path, `>=${s.minLength}`, length)];
     }
     if (typeof s.maxLength === "number" && length > s.maxLength) {
-      issues.push({ path, kind: "invalid", expected: `<=${s.maxLength}`, received: String(length) });
+      return [...issues, lengthIssue(path, `<=${s.maxLength}`, length)];
     }
     if (typeof s.pattern === "string" && !new RegExp(s.pattern, "u").test(value)) {
-      issues.push(...invalid(`/${s.pattern}/`));
+      return [...issues, ...invalid(patternExpected(s.pattern))];
     }
   }
   if (Array.isArray(value)) {
     if (typeof s.minItems === "number" && value.length < s.minItems) {
-      issues.push({ path, kind: "invalid", expected: `>=${s.minItems}`, received: String(value.length) });
+      issues.push(lengthIssue(path, `>=${s.minItems}`, value.length));
     }
     if (typeof s.maxItems === "number" && value.length > s.maxItems) {
-      issues.push({ path, kind: "invalid", expected: `<=${s.maxItems}`, received: String(value.length) });
+      issues.push(lengthIssue(path, `<=${s.maxItems}`, value.length));
     }
     if (s.uniqueItems === true && value.some((item, n) => value.findIndex((other) => deepEqual(other, item)) !== n)) {
       issues.push(...invalid("unique items"));
@@ -258,10 +272,20 @@ export function validateJsonSchema(schema: unknown, value: unknown, path: (strin
     }
     const count = Object.keys(record).length;
     if (typeof s.minProperties === "number" && count < s.minProperties) {
-      issues.push({ path, kind: "invalid", expected: `>=${s.minProperties} properties`, received: String(count) });
+      issues.push({
+        path,
+        kind: "invalid",
+        expected: `>=${s.minProperties} properties`,
+        received: `${count} properties`,
+      });
     }
     if (typeof s.maxProperties === "number" && count > s.maxProperties) {
-      issues.push({ path, kind: "invalid", expected: `<=${s.maxProperties} properties`, received: String(count) });
+      issues.push({
+        path,
+        kind: "invalid",
+        expected: `<=${s.maxProperties} properties`,
+        received: `${count} properties`,
+      });
     }
   }
   return issues;

@@ -5,7 +5,7 @@ import pkg from "../package.json" with { type: "json" };
 import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
 import type { CommandEnv } from "./cli.ts";
 import { type Config, parseConfig, SETTINGS } from "./config.ts";
-import { messageOf, WardenError } from "./errors.ts";
+import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/presence.ts";
 import { log, setLogLevel } from "./log.ts";
@@ -37,6 +37,7 @@ Usage:
   warden tools [--json]             list the tools: name, risk class, summary
   warden call <tool> [--arg key=value]... [--args <json>] [--json]
                                     run one tool and print its result
+  warden call <tool> --help         the tool's arguments: types, bounds, meaning
   warden plugin <new|build|sign|allow-signer|verify|trust|list>
                                     author, sign, audit and pin plugins
                                     ("warden plugin help")
@@ -75,6 +76,40 @@ function isServing(args: readonly string[]): boolean {
   } catch {
     return !args.some((arg) => SHELL_COMMANDS.includes(arg));
   }
+}
+
+/**
+ * A plugins directory named by a setting that is not a directory: with --strict-plugins a refusal, else said once
+ * (a log line when serving, a line for a shell command), as no plugin can load from it. The default directory may
+ * be missing: someone who removed the example wants no plugins.
+ */
+async function checkPluginsDir(config: Config, serving: boolean): Promise<void> {
+  if (config.pluginsDirFrom === null) return;
+  if (await platform().fs.stat(config.pluginsDir).then((s) => s.isDirectory, () => false)) return;
+  const fix = "create it, or fix the setting";
+  if (config.strictPlugins) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Invalid ${config.pluginsDirFrom}`, `${received(config.pluginsDir)} is not a directory`, fix),
+    );
+  }
+  if (serving) {
+    log("warn", "plugins_dir_missing", { setting: config.pluginsDirFrom, dir: config.pluginsDir, fix });
+  } else {
+    platform().writeStderr(
+      `warden: ${config.pluginsDirFrom} ${
+        received(config.pluginsDir)
+      } is not a directory, so no plugin loads; ${fix}\n`,
+    );
+  }
+}
+
+/** One short line for the plugins a shell command leaves out; `warden plugin list` has the rest. */
+function refusedLine(refused: readonly { id: string; status: string }[]): string {
+  const which = refused.map((r) => `${r.id} (${r.status})`).join(", ");
+  return `${
+    refused.length === 1 ? "plugin" : "plugins"
+  } ${which} refused, so not listed; "warden plugin list" says why`;
 }
 
 /** The policy, with every tool it names checked against the catalog. */
@@ -170,7 +205,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const missing = denoMissing({ read: config.roots.map((root) => root.path), write: [config.ledgerDir] });
     if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
   }
-  const [fs, withPlugins] = await Promise.all([openRoots(config.roots), hasPluginDirectories(config.pluginsDir)]);
+  const [fs, withPlugins] = await Promise.all([
+    openRoots(config.roots),
+    hasPluginDirectories(config.pluginsDir),
+    checkPluginsDir(config, command === "serve"),
+  ]);
   // Built-in tools and plugins are read side by side; plugins learn the
   // built-in names (for name clashes) only when they need them.
   const builtinsLoading = loadTools(dir.url, dir.extensions).then((loaded) => loaded.map(builtinEntry));
@@ -182,6 +221,8 @@ async function main(argv: readonly string[]): Promise<number> {
         config,
         fs,
         builtinsLoading.then((builtins) => new Set(builtins.map((entry) => entry.descriptor.name))),
+        // A shell command says a refusal where it matters (the tools it leaves out, the tool called), in a line.
+        command === "serve" ? undefined : () => {},
       )
     )
     : Promise.resolve({ records: [], entries: [], stop: () => Promise.resolve() });
@@ -273,9 +314,14 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     // The shell commands load only for themselves: the server never needs them.
     const { callCommand, catalogCommand, toolsCommand } = await import("./cli.ts");
-    if (command === "tools") return toolsCommand(env, args);
+    if (command === "tools") {
+      const code = toolsCommand(env, args);
+      const refused = plugins.records.filter((r) => r.status !== "verified");
+      if (refused.length > 0) platform().writeStderr(`warden: ${refusedLine(refused)}\n`);
+      return code;
+    }
     if (command === "call") return await callCommand(env, args);
-    return await catalogCommand(env, args);
+    return await catalogCommand(env, args, await buildCatalog(builtins), plugins.records);
   } finally {
     await ledger.seal();
     await plugins.stop();

@@ -316,7 +316,7 @@ class ConfinedFs implements RootFs {
         "path_refused",
         problem(
           `Path refused in root "${root.id}"`,
-          `${received(display)} is a symlink that resolves outside the root`,
+          `${received(display)} leads outside the root through a symlink`,
           "only files inside the root can be read",
         ),
       );

@@ -4,7 +4,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Ledger } from "./ledger.ts";
 import { governedCall, type Policy } from "./policy.ts";
-import type { Catalog } from "./catalog.ts";
+import { type Catalog, refusedToolProblem } from "./catalog.ts";
 import { resultJson, stopCalls } from "./call.ts";
 import { problem, received } from "./errors.ts";
 import { log } from "./log.ts";
@@ -199,7 +199,10 @@ export async function serve(options: ServeOptions): Promise<void> {
         }
         const tool = catalog.tools.get(name);
         if (!tool) {
-          throw invalidParams(`Unknown tool ${JSON.stringify(name)}: call tools/list for the tools this server has`);
+          throw invalidParams(
+            refusedToolProblem(name, host.extensions) ??
+              `Unknown tool ${JSON.stringify(name)}: call tools/list for the tools this server has`,
+          );
         }
         const args = params?.arguments;
         if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) {

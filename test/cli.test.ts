@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { fixtureToolsDir, repoRoot, runtimeName, runWarden, skipOrFail, tempDir } from "./helpers.ts";
+import { spawnSync } from "node:child_process";
+import process from "node:process";
+import { childEnv, fixtureToolsDir, onDeno, repoRoot, runtimeName, runWarden, skipOrFail, tempDir } from "./helpers.ts";
 
 describe(`cli (${runtimeName})`, () => {
   it("warden tools prints name, risk class and the summary sentence", async () => {
@@ -56,11 +58,70 @@ describe(`cli (${runtimeName})`, () => {
     assert.equal(result.structuredContent.runtime.name, runtimeName);
   });
 
+  it("warden --version prints the version of package.json", async () => {
+    const { version } = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8"));
+    for (const flag of ["--version", "version"]) {
+      const { code, stdout, stderr } = await runWarden([flag]);
+      assert.equal(code, 0, stderr);
+      assert.equal(stdout, `warden ${version}\n`);
+    }
+  });
+
+  it("warden call <tool> --help describes the tool and each argument from its input schema, and runs nothing", async () => {
+    const env = { WARDEN_TOOLS_DIR: fixtureToolsDir };
+    const { code, stdout, stderr } = await runWarden(["call", "fixture_checks", "--arg", "limit=0", "--help"], { env });
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, "");
+    const lines = stdout.split("\n");
+    assert.equal(lines[0], "Usage: warden call fixture_checks [--arg key=value]... [--args <json>] [--json]");
+    assert.equal(
+      lines[2],
+      "Checks (risk class read): Returns its arguments as JSON; each argument has one kind of check. Test fixture.",
+    );
+    const argumentLines = lines.filter((l) => /^ {2}\w+: /.test(l));
+    assert.deepEqual(argumentLines, [
+      "  text: string, optional",
+      "  flag: true | false, optional",
+      "  whole: integer, optional",
+      "  least: number >=1, optional",
+      "  most: number <=10, optional",
+      "  above: number >0, optional",
+      "  below: number <1, optional",
+      "  even: number, multiple of 2, optional",
+      "  limit: integer 1..100, optional",
+      "  short: string, length <=3, optional",
+      "  filled: string, length >=1, optional",
+      "  pair: string, length 2, optional",
+      "  word: string matching /^\\w+$/, optional",
+      "  ref: string matching /^[^-]/, optional",
+      "  items: array (length 1..2) of string, optional",
+      "  tags: array of string, length >=1, optional",
+      '  choice: "fast" | "thorough", optional',
+      '  mode: "strict", optional',
+      "  either: string | array of string, optional",
+      "  maybe: string | null, optional",
+      "  counts: object (JSON), optional",
+      "  nested: object (JSON), optional",
+    ]);
+    const echo = await runWarden(["call", "fixture_echo", "--help"], { env });
+    assert.match(echo.stdout, /^ {2}text: string, required$/m);
+    const debt = await runWarden(["call", "tech_debt_check", "-h"]);
+    assert.match(debt.stdout, /^ {2}limit: integer 1\.\.10000, optional\n {6}Most findings to return/m);
+    const none = await runWarden(["call", "host_context", "--help"]);
+    assert.match(none.stdout, /\n\nIt takes no arguments\.\n$/);
+    const usage = await runWarden(["call", "--help"]);
+    assert.equal(usage.code, 0);
+    assert.match(usage.stdout, /^Usage: warden call <tool> \[--arg key=value\]\.\.\. \[--args <json>\] \[--json\]\n/);
+  });
+
   it("warden call exits 1 with the tool's error on stderr", async () => {
     const { code, stdout, stderr } = await runWarden(["call", "tech_debt_check", "--arg", "limit=0"]);
     assert.equal(code, 1);
     assert.equal(stdout, "");
     assert.equal(stderr, 'Invalid argument "limit": expected >=1 but received 0\n');
+    const fraction = await runWarden(["call", "tech_debt_check", "--arg", "limit=1.5"]);
+    assert.equal(fraction.code, 1);
+    assert.equal(fraction.stderr, 'Invalid argument "limit": expected integer but received 1.5\n');
   });
 
   const usageErrors: { args: string[]; message: string }[] = [
@@ -247,3 +308,22 @@ describe(`cli (${runtimeName})`, () => {
     }
   });
 });
+
+// npm runs the build; the script is the same under either runtime's suite, so it is tested once.
+if (!onDeno) {
+  describe("npm run warden, piped", () => {
+    it("gives clean JSON on stdout with -s, as README says, where npm's banner comes first without it", () => {
+      const npm = (args: string[]) =>
+        spawnSync(process.platform === "win32" ? "npm.cmd" : "npm", args, {
+          cwd: repoRoot,
+          env: childEnv(),
+          encoding: "utf8",
+        });
+      const quiet = npm(["run", "-s", "warden", "--", "call", "host_context"]);
+      assert.equal(quiet.status, 0, quiet.stderr);
+      assert.equal(JSON.parse(quiet.stdout).transport, "cli");
+      const loud = npm(["run", "warden", "--", "--version"]);
+      assert.match(loud.stdout, /^\n> warden@[^\n]+ warden\n/, "npm's banner, why README says -s");
+    });
+  });
+}

@@ -119,7 +119,7 @@ describe(`component_discover (${runtimeName})`, () => {
     );
     assert.equal(
       await callError(fixture.session, "component_discover", { path: "../x" }),
-      'Invalid argument "path": Path refused in root "default": "../x" leads outside the root; remove the `..` segments',
+      'Path refused in root "default": "../x" leads outside the root; remove the `..` segments',
     );
   });
 });

@@ -463,11 +463,11 @@ fixtureSuite("code intelligence, arguments", "workspaces", (get) => {
     );
     assert.equal(
       await callError(get().session, "code_blast_radius", { module: "../etc/passwd" }),
-      'Invalid argument "module": "../etc/passwd" leads outside the root; remove the `..`',
+      'Path refused in root "default": "../etc/passwd" leads outside the root; remove the `..` segments',
     );
     assert.equal(
       await callError(get().session, "code_blast_radius", { module: "/etc/passwd" }),
-      'Invalid argument "module": "/etc/passwd" is an absolute path; pass a path relative to the root',
+      'Path refused in root "default": an absolute path outside the root; pass a path relative to the root',
     );
     assert.match(
       await callError(get().session, "code_about", { module: "x.ts", root: "nope" }),

@@ -15,7 +15,7 @@ import { declaredOrigin, fetchFor, writeFile } from "../core/egress.ts";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
 import { openRoots, type RootFs } from "../core/roots.ts";
-import { runtimeName, tempDir } from "./helpers.ts";
+import { runtimeName, skipOrFail, tempDir } from "./helpers.ts";
 
 type Seen = { method: string; url: string; headers: IncomingMessage["headers"]; body: string };
 
@@ -348,7 +348,7 @@ describe(`ctx.fetch over https (${runtimeName})`, () => {
         ...["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
       ]);
       if (made.error || made.status !== 0) {
-        t.skip("needs openssl to make a certificate (apt-get install openssl)");
+        skipOrFail(t, "needs openssl to make a certificate (apt-get install openssl)");
         return;
       }
       let requests = 0;

@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -43,19 +43,24 @@ export function wardenCommand(
   return { command: process.execPath, args: [path.join(repoRoot, "dist/core/main.js"), ...args] };
 }
 
+/** The plugins directory of every child warden unless a test names another: empty. */
+export const NO_PLUGINS = path.join(repoRoot, ".test-tmp", "no-plugins");
+
 /**
  * Environment for a child warden: the parent's, less anything WARDEN_*, plus
  * `extra`. The repository's plugins/ stays out unless a test names a plugins
  * directory, so that its refusal lines do not reach every test's stderr.
  */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
+  // An existing, empty directory: a plugins directory a setting names but that is missing gets a warning.
+  mkdirSync(NO_PLUGINS, { recursive: true });
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith("WARDEN_")) env[key] = value;
   }
   return {
     ...env,
-    WARDEN_PLUGINS_DIR: path.join(repoRoot, ".test-tmp", "no-plugins"),
+    WARDEN_PLUGINS_DIR: NO_PLUGINS,
     WARDEN_LEDGER: path.join(repoRoot, ".test-tmp", `ledger-${runtimeName}`),
     ...extra,
   };
@@ -251,14 +256,24 @@ export function textOf(result: unknown): string {
   return content?.[0]?.text ?? "";
 }
 
-/** bubblewrap's path: the tests that mount filesystems or networks of their own need it (.ci/run installs it). */
-export function bwrap(): string {
-  const found = (process.env.PATH ?? "").split(path.delimiter).map((d) => path.join(d, "bwrap")).find((p) =>
-    existsSync(p)
-  );
-  if (!found) throw new Error("this test runs warden under bubblewrap: apt-get install bubblewrap");
+/**
+ * bubblewrap's path, for the tests that run warden in a sandbox of their own (a network, a tmpfs, a read-only disk);
+ * undefined, the test skipped with why (failed under CI, which installs it), where it is not installed.
+ */
+export function bwrapOrSkip(t: { skip(message?: string): void }): string | undefined {
+  const found = bwrapPath();
+  if (!found) skipOrFail(t, BWRAP_MISSING);
   return found;
 }
+
+/** bubblewrap's path in PATH, if it is installed. */
+export function bwrapPath(): string | undefined {
+  return (process.env.PATH ?? "").split(path.delimiter).map((d) => path.join(d, "bwrap")).find((p) => existsSync(p));
+}
+
+/** Why a test that needs bubblewrap did not run, and how to make it run. */
+export const BWRAP_MISSING =
+  "needs bubblewrap (bwrap) to run warden in a sandbox of its own: apt-get install bubblewrap (CI installs it)";
 
 /** One word for sh, quoted. */
 export function shellQuote(word: string): string {

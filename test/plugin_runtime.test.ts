@@ -387,7 +387,7 @@ describe(`plugin runtime (${runtimeName})`, () => {
         ],
         [
           "WardenError",
-          'Path refused in root "main": "link.txt" is a symlink that resolves outside the root; only files inside the root can be read',
+          'Path refused in root "main": "link.txt" leads outside the root through a symlink; only files inside the root can be read',
         ],
         [
           "WardenError",

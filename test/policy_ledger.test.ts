@@ -11,7 +11,7 @@ import process from "node:process";
 import { durationText, VERIFY_EXIT } from "../core/ledger.ts";
 import { after, before, describe, it } from "node:test";
 import {
-  bwrap,
+  bwrapOrSkip,
   connect,
   eventually,
   fixtureToolsDir,
@@ -262,7 +262,9 @@ describe(`call ledger on a failing disk (${runtimeName})`, () => {
     return texts;
   }
 
-  it("a full disk: the rows before it stay intact, each later call says its row was not written", async () => {
+  it("a full disk: the rows before it stay intact, each later call says its row was not written", async (t) => {
+    const sandbox = bwrapOrSkip(t);
+    if (!sandbox) return;
     // An 8 KiB tmpfs as the ledger directory: room for about twenty rows.
     const ledger = path.join(work.dir, "full");
     mkdirSync(ledger);
@@ -273,7 +275,7 @@ describe(`call ledger on a failing disk (${runtimeName})`, () => {
     const session = await connect({
       env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger },
       wrap: (command, args) => ({
-        command: bwrap(),
+        command: sandbox,
         args: [
           ...["--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--size", "8192", "--tmpfs", ledger],
           ...["--", "sh", "-c", script, "sh", command, ...args],
@@ -305,13 +307,15 @@ describe(`call ledger on a failing disk (${runtimeName})`, () => {
     }
   });
 
-  it("a read-only disk: every call answers and says its row was not written", async () => {
+  it("a read-only disk: every call answers and says its row was not written", async (t) => {
+    const sandbox = bwrapOrSkip(t);
+    if (!sandbox) return;
     const ledger = path.join(work.dir, "read-only");
     mkdirSync(ledger);
     const session = await connect({
       env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger },
       wrap: (command, args) => ({
-        command: bwrap(),
+        command: sandbox,
         args: ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", command, ...args],
       }),
     });

@@ -105,6 +105,16 @@ describe(`README (${runtimeName})`, () => {
     }
   });
 
+  it("has a package-lock.json that npm install leaves as it is, with node 20's npm 10 as with npm 11", () => {
+    // npm 11 records `libc` for platform packages (@deno/linux-*-glibc) and npm 10 drops it, rewriting the lock on a
+    // fresh clone; without the field both write the lock as committed (checked with npm 10.9 and 11.19).
+    const lock = JSON.parse(readFileSync(path.join(repoRoot, "package-lock.json"), "utf8"));
+    const withLibc = Object.entries(lock.packages as Record<string, Record<string, unknown>>)
+      .filter(([, entry]) => "libc" in entry).map(([name]) => name);
+    assert.deepEqual(withLibc, [], "remove the libc fields npm 11 wrote (see the comment above)");
+    assert.equal(lock.lockfileVersion, 3);
+  });
+
   it("npm install points node_modules/.bin/deno at the deno binary, not at the package's node script", () => {
     // What every deno task and scripts/test.mjs start: a script there would start node before deno, every time.
     for (const file of ["node_modules/.bin/deno", "node_modules/deno/deno"]) {

@@ -66,19 +66,20 @@ describe(`root confinement (${runtimeName})`, () => {
     {
       title: "a symlinked file pointing outside",
       args: { op: "read", path: "src/escape.ts" },
-      message: /^Path refused in root "app": "src\/escape\.ts" is a symlink that resolves outside the root/,
+      message:
+        /^Path refused in root "app": "src\/escape\.ts" leads outside the root through a symlink; only files inside the root can be read$/,
       code: "path_refused",
     },
     {
       title: "a symlinked directory pointing outside",
       args: { op: "read", path: "up/secret.txt" },
-      message: /resolves outside the root/,
+      message: /^Path refused in root "app": "up\/secret\.txt" leads outside the root through a symlink;/,
       code: "path_refused",
     },
     {
       title: "a listing through a symlinked directory",
       args: { op: "list", path: "up" },
-      message: /resolves outside the root/,
+      message: /^Path refused in root "app": "up" leads outside the root through a symlink;/,
       code: "path_refused",
     },
     {
@@ -445,4 +446,63 @@ describe(`nothing outside a root is named (${runtimeName})`, () => {
     assert.equal(textOf(await call({ op: "read", path: "..a.ts" })), "inside\n");
     assert.deepEqual(JSON.parse(textOf(await call({ op: "glob", path: "..a.ts" }))), ["..a.ts"]);
   });
+});
+
+describe(`built-in tools refuse a path out of the root with the door's one message (${runtimeName})`, () => {
+  let session: Session;
+  let work: { dir: string; remove: () => void };
+  before(async () => {
+    work = tempDir();
+    const root = path.join(work.dir, "project");
+    const outside = path.join(work.dir, "outside");
+    mkdirSync(path.join(root, "src"), { recursive: true });
+    mkdirSync(outside);
+    writeFileSync(path.join(root, "src", "a.ts"), "export const a = 1;\n");
+    writeFileSync(path.join(outside, "out.ts"), "// TODO: outside the root\nexport const o = 1;\n");
+    symlinkSync(path.join(outside, "out.ts"), path.join(root, "src", "link.ts"));
+    symlinkSync(outside, path.join(root, "up"));
+    session = await connect({ args: ["--root", `app=${root}`] });
+  });
+  after(async () => {
+    await session.close();
+    work.remove();
+  });
+
+  const through = (p: string) =>
+    `Path refused in root "app": ${
+      JSON.stringify(p)
+    } leads outside the root through a symlink; only files inside the root can be read`;
+  const dotDot = (p: string) =>
+    `Path refused in root "app": ${JSON.stringify(p)} leads outside the root; remove the \`..\` segments`;
+  const absolute = 'Path refused in root "app": an absolute path outside the root; pass a path relative to the root';
+  // Each tool names a path in its own argument; all of them refuse a way out alike.
+  const tools: [string, string][] = [
+    ["code_about", "module"],
+    ["code_blast_radius", "module"],
+    ["code_dead_exports", "path"],
+    ["tech_debt_check", "path"],
+    ["component_discover", "path"],
+  ];
+  const cases: [string, string][] = [
+    ["src/link.ts", through("src/link.ts")],
+    ["up/out.ts", through("up/out.ts")],
+    ["up", through("up")],
+    ["../outside/out.ts", dotDot("../outside/out.ts")],
+    ["src/../..", dotDot("src/../..")],
+    ["/etc/passwd", absolute],
+  ];
+  for (const [tool, argument] of tools) {
+    it(`${tool} refuses a symlink, a .. and an absolute path out of the root, word for word`, async () => {
+      for (const [input, message] of cases) {
+        const result = await session.client.callTool({ name: tool, arguments: { [argument]: input } });
+        assert.equal(result.isError, true, `${tool} ${input}`);
+        assert.equal(textOf(result), message, `${tool} ${input}`);
+        assert.equal(
+          (result._meta as Record<string, unknown>)["warden/error_code"],
+          "path_refused",
+          `${tool} ${input}`,
+        );
+      }
+    });
+  }
 });

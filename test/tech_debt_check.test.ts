@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, runtimeName, type Session, tempDir } from "./helpers.ts";
+import { materialize } from "./fixtures/code/harness.ts";
 
 const APP_TS = [
   "// TODO: wire the cache", // 1
@@ -138,6 +139,40 @@ describe(`tech_debt_check in an ignored directory of an enclosing repository (${
         const report = result.structuredContent as Report;
         assert.equal(report.filesScanned, 1);
         assert.deepEqual(report.findings.map((f) => f.file), ["lib/a.ts"]);
+      } finally {
+        await session.close();
+      }
+    } finally {
+      work.remove();
+    }
+  });
+});
+
+describe(`tech_debt_check: where a tag is a marker (${runtimeName})`, () => {
+  it("counts tags that open a comment's text or are written as TODO: or FIXME(who), not tags in quotes or sentences", async () => {
+    const work = materialize("debt_markers");
+    try {
+      const session = await connect({ args: ["--root", `default=${work.dir}`] });
+      try {
+        const result = await session.client.callTool({ name: "tech_debt_check", arguments: {} });
+        assert.equal(result.isError, undefined, JSON.stringify(result.content));
+        const report = result.structuredContent as Report;
+        assert.deepEqual(report.findings.map((f) => [f.file, f.line, f.column, f.tag, f.text]), [
+          ["docs/NOTES.md", 3, 3, "TODO", "TODO: write the docs"],
+          ["docs/NOTES.md", 4, 7, "FIXME", "FIXME the flaky test"],
+          ["docs/NOTES.md", 5, 4, "HACK", "HACK: numbered"],
+          ["docs/NOTES.md", 6, 3, "XXX", "XXX in a block quote"],
+          ["src/legacy.py", 1, 3, "TODO", "TODO python tag"],
+          ["src/tags.ts", 1, 4, "TODO", "TODO: a tag opens a line comment"],
+          ["src/tags.ts", 2, 17, "FIXME", "FIXME(bob): a trailing comment"],
+          ["src/tags.ts", 4, 4, "HACK", "HACK: a tag opens a JSDoc line"],
+          ["src/tags.ts", 5, 4, "XXX", "XXX this is fragile"],
+          ["src/tags.ts", 7, 4, "TODO", "TODO"],
+          ["src/tags.ts", 8, 15, "TODO", "TODO: a tag in tag syntax mid-comment"],
+          ["src/tags.ts", 9, 21, "FIXME", "FIXME(ada) remove once typed"],
+          ["src/tags.ts", 10, 3, "XXX", "XXX"],
+        ]);
+        assert.deepEqual(report.totals, { TODO: 5, FIXME: 3, HACK: 2, XXX: 3, STUB: 0 });
       } finally {
         await session.close();
       }

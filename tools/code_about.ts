@@ -101,7 +101,7 @@ export const tool = defineTool({
     );
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
-    const file = fileArgument(graph, args.module, "module");
+    const file = await fileArgument(ctx, graph, args.module, "module");
     const module = graph.modules.get(file);
     const summary = module?.summary;
     const { exports, opaque } = moduleExports(graph, file);

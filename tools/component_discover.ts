@@ -76,9 +76,7 @@ export const tool = defineTool({
     try {
       info = await ctx.fs.stat(root, base);
     } catch (error) {
-      if (error instanceof WardenError && error.code === "path_refused") {
-        throw new WardenError("invalid_arguments", `Invalid argument "path": ${error.message}`);
-      }
+      // A path that leads out of the root keeps the door's refusal, the message every tool gives.
       if (error instanceof WardenError && error.code === "not_found") {
         throw new WardenError(
           "invalid_arguments",

@@ -10,7 +10,14 @@ import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { RISK_CLASSES } from "../tool.ts";
 import { parsePrivateKey, parsePublicKey, PLUGIN_SIGNATURE_NAMESPACE, signMessage } from "./sshsig.ts";
-import { discoverPlugins, inspectPlugin, MAX_TRUST_FILE_BYTES, type PluginRecord, readTrustStore } from "./discover.ts";
+import {
+  discoverPlugins,
+  fixFor,
+  inspectPlugin,
+  MAX_TRUST_FILE_BYTES,
+  type PluginRecord,
+  readTrustStore,
+} from "./discover.ts";
 import { readLock, writeLock } from "./lock.ts";
 import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "./manifest.ts";
 import type { PluginSpec } from "./sdk.ts";
@@ -217,16 +224,21 @@ async function buildCommand(args: string[]): Promise<number> {
   if (isManifestProblem(checked)) {
     throw new WardenError("invalid_manifest", problem(`The manifest of ${id} would be refused`, checked.reason));
   }
+  const previous = await platform().fs.readTextFile(path.join(dir, "manifest.json"), 1024 * 1024).catch(() => null);
   await platform().fs.writeFileAtomic(path.join(dir, "plugin.js"), bundle);
   await platform().fs.writeFileAtomic(path.join(dir, "manifest.json"), text);
-  // A signature of the previous manifest would now be a bad-signature; remove it so the status says unsigned.
-  await platform().fs.remove(path.join(dir, "manifest.json.sig"));
+  // A signature of another manifest would now be a bad-signature: remove it, so the status says unsigned. A manifest
+  // identical to the one before keeps its signature: the entry it pins by sha256 is the bundle just written.
+  const unchanged = previous === text;
+  if (!unchanged) await platform().fs.remove(path.join(dir, "manifest.json.sig"));
   const rel = path.relative(platform().cwd(), dir) || ".";
   out(
     `Built ${rel}: ${tools.length} tool(s), entry sha256 ${manifest.entry.sha256}, manifest ${await sha256Digest(
       text,
     )}.\n` +
-      `Next: warden plugin sign ${rel} --key <your ed25519 key>`,
+      (unchanged
+        ? "The manifest is byte for byte the one before: its signature, if any, still holds."
+        : `Next: warden plugin sign ${rel} --key <your ed25519 key>`),
   );
   return 0;
 }
@@ -323,19 +335,38 @@ async function inspectWithTrust(config: Config, dir: string, usePins: boolean) {
   return { ...(await inspectPlugin(dir, trust, usePins ? lock.plugins : null, new Date())), lock };
 }
 
+/** The plugin directory an operator named: it must be one, or there is nothing to review. */
+async function existingPluginDir(config: Config, arg: string | undefined, command: string): Promise<string> {
+  const dir = pluginDir(arg);
+  if (!(await platform().fs.stat(dir).then((s) => s.isDirectory, () => false))) {
+    const listed = path.join(path.relative(platform().cwd(), config.pluginsDir), path.sep);
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Cannot ${command} ${arg}`,
+        "no such plugin directory",
+        `"warden plugin list" lists the plugin directories of ${listed}; "warden plugin new <id>" starts one`,
+      ),
+    );
+  }
+  return dir;
+}
+
 async function verifyCommand(config: Config, args: string[]): Promise<number> {
-  const dir = pluginDir(args[0]);
+  const dir = await existingPluginDir(config, args[0], "verify");
   const { record } = await inspectWithTrust(config, dir, true);
-  out(describeRecord(record));
+  // Named as the operator typed it, and without telling them to run the command they are running.
+  out(describeRecord({ ...record, fix: fixFor(record.status, record.id, { dir: args[0], reviewing: true }) }));
   return ["verified", "not-pinned", "pin-mismatch"].includes(record.status) ? 0 : 1;
 }
 
 async function trustCommand(config: Config, args: string[]): Promise<number> {
-  const dir = pluginDir(args[0]);
+  const dir = await existingPluginDir(config, args[0], "trust");
   const { record, lock } = await inspectWithTrust(config, dir, false);
-  out(describeRecord({ ...record, fix: null }));
+  out(describeRecord({ ...record, pinned: Object.hasOwn(lock.plugins, record.id), fix: null }));
   if (record.status !== "verified") {
-    platform().writeStderr(`Not pinned: ${record.id} is ${record.status}. ${record.fix ?? ""}\n`);
+    const fix = fixFor(record.status, record.id, { dir: args[0], reviewing: true });
+    platform().writeStderr(`Not pinned: ${record.id} is ${record.status}. ${fix ?? ""}\n`);
     return 1;
   }
   lock.plugins[record.id] = {

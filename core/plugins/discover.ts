@@ -99,31 +99,57 @@ export async function readTrustStore(
   };
 }
 
-const FIXES: Partial<Record<PluginStatus, (id: string) => string>> = {
-  "unsigned": (id) => `sign it: warden plugin sign plugins/${id} --key <ed25519 key>`,
-  "bad-signature": (id) =>
-    `the manifest or its signature was changed; rebuild and sign it: warden plugin build plugins/${id}`,
-  "unknown-signer": (id) =>
-    `review it with "warden plugin verify plugins/${id}"; if you trust its signer, run "warden plugin allow-signer <principal> --key <their key.pub>", then pin it with "warden plugin trust plugins/${id}"`,
+/** How a fix names the plugin: its directory as the operator types it, and whether they are reviewing it already. */
+interface FixContext {
+  readonly dir: string;
+  /** True in `warden plugin verify`: the fix does not tell them to run what they just ran. */
+  readonly reviewing: boolean;
+}
+
+const review = (c: FixContext, then: string) =>
+  c.reviewing ? `if you trust it, ${then}` : `review it with "warden plugin verify ${c.dir}", then ${then}`;
+
+const FIXES: Partial<Record<PluginStatus, (c: FixContext) => string>> = {
+  "unsigned": (c) => `sign it: warden plugin sign ${c.dir} --key <ed25519 key>`,
+  "bad-signature": (c) =>
+    `the manifest or its signature was changed; rebuild and sign it: warden plugin build ${c.dir}`,
+  "unknown-signer": (c) =>
+    c.reviewing
+      ? `if you trust its signer, run "warden plugin allow-signer <principal> --key <their key.pub>", then pin it with "warden plugin trust ${c.dir}"`
+      : `review it with "warden plugin verify ${c.dir}"; if you trust its signer, run "warden plugin allow-signer <principal> --key <their key.pub>", then pin it with "warden plugin trust ${c.dir}"`,
   "revoked": () => "the signing key is revoked; get a build signed with another key",
   "key-expired": () => "the signing key is outside its valid-after/valid-before window in allowed_signers",
   "wrong-namespace": () => `sign with the namespace ${PLUGIN_SIGNATURE_NAMESPACE}`,
-  "entry-digest-mismatch": (id) =>
-    `the entry is not the file that was signed; rebuild: warden plugin build plugins/${id}`,
-  "not-canonical": (id) => `rewrite the manifest: warden plugin build plugins/${id}`,
-  "invalid-manifest": (id) => `fix the plugin source and rebuild: warden plugin build plugins/${id}`,
-  "not-pinned": (id) =>
-    `review it with "warden plugin verify plugins/${id}", then pin it with "warden plugin trust plugins/${id}"`,
-  "pin-mismatch": (id) =>
-    `this is not the version you pinned; review it with "warden plugin verify plugins/${id}" and pin it again with "warden plugin trust plugins/${id}"`,
+  "entry-digest-mismatch": (c) => `the entry is not the file that was signed; rebuild: warden plugin build ${c.dir}`,
+  "not-canonical": (c) => `rewrite the manifest: warden plugin build ${c.dir}`,
+  "invalid-manifest": (c) => `fix the plugin source and rebuild: warden plugin build ${c.dir}`,
+  "not-pinned": (c) => review(c, `pin it with "warden plugin trust ${c.dir}"`),
+  "pin-mismatch": (c) =>
+    `this is not the version you pinned; ${
+      c.reviewing
+        ? `if you trust it, pin it again with "warden plugin trust ${c.dir}"`
+        : `review it with "warden plugin verify ${c.dir}" and pin it again with "warden plugin trust ${c.dir}"`
+    }`,
   "name-conflict": () => "rename the plugin or the tool; two tools cannot share a name",
 };
+
+/**
+ * What to do about a plugin in `status`, naming its directory as `dir` (default `plugins/<id>`); null when
+ * verified. `reviewing`: said to someone running `warden plugin verify` on it.
+ */
+export function fixFor(
+  status: PluginStatus,
+  id: string,
+  options: { dir?: string; reviewing?: boolean } = {},
+): string | null {
+  return FIXES[status]?.({ dir: options.dir ?? `plugins/${id}`, reviewing: options.reviewing ?? false }) ?? null;
+}
 
 const utf8 = new TextDecoder();
 
 /**
- * Checks one plugin directory against the trust store and the lock; `pinned`
- * is ignored when `lockPins` is null (as `warden plugin verify` wants).
+ * Checks one plugin directory against the trust store and the lock; pins
+ * are not checked when `pins` is null (as `warden plugin trust` wants).
  * `realDir` is the real path of `dir` when the caller knows it (the real
  * plugins directory and the name of a directory entry that is no symlink);
  * otherwise it is resolved here.
@@ -143,14 +169,15 @@ export async function inspectPlugin(
     manifestDigest: null,
     entryDigest: null,
     signer: null,
-    pinned: false,
+    // Whether the lock holds a pin for this id, whatever the files now say.
+    pinned: pins !== null && Object.hasOwn(pins, id),
     risk: null,
     capabilities: null,
     tools: [] as string[],
     isolation: "none: not loaded",
   };
   const refuse = (status: PluginStatus, reason: string, extra: Partial<PluginRecord> = {}) => ({
-    record: { ...base, ...extra, status, reason, fix: FIXES[status]?.(id) ?? null },
+    record: { ...base, ...extra, status, reason, fix: fixFor(status, id) },
   });
 
   const manifestPath = path.join(dir, "manifest.json");
@@ -257,7 +284,7 @@ export async function inspectPlugin(
       const what = pin.manifestDigest !== manifestDigest
         ? `pinned at ${pin.manifestDigest}, found ${manifestDigest}`
         : `pinned for key ${pin.fingerprint}, signed by ${key.fingerprint}`;
-      return refuse("pin-mismatch", what, { ...full, pinned: true });
+      return refuse("pin-mismatch", what, full);
     }
   }
   return {
@@ -321,7 +348,7 @@ export async function discoverPlugins(
           ...record,
           status: "name-conflict",
           reason: `tool ${clash} is already served by ${taken.get(clash)}`,
-          fix: FIXES["name-conflict"]!(record.id),
+          fix: fixFor("name-conflict", record.id),
           isolation: "none: not loaded",
         };
       } else {

@@ -64,6 +64,12 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
   }));
 }
 
+function logRefused(refused: readonly PluginRecord[]): void {
+  for (const record of refused) {
+    log("warn", "plugin_refused", { plugin: record.id, status: record.status, reason: record.reason, fix: record.fix });
+  }
+}
+
 /**
  * Inspects the plugins directory and returns the entries of the verified
  * plugins. With `strictPlugins`, any refusal stops startup.
@@ -72,6 +78,8 @@ export async function loadPlugins(
   config: Config,
   fs: RootFs,
   reservedNames: ReadonlySet<string> | Promise<ReadonlySet<string>>,
+  /** How each refusal is said: by default a `plugin_refused` log line (the server's stderr is a log). */
+  reportRefused: (refused: readonly PluginRecord[]) => void = logRefused,
 ): Promise<LoadedPlugins> {
   const { records, verified } = await discoverPlugins({
     pluginsDir: config.pluginsDir,
@@ -81,9 +89,7 @@ export async function loadPlugins(
     reservedNames,
   });
   const refused = records.filter((record) => record.status !== "verified");
-  for (const record of refused) {
-    log("warn", "plugin_refused", { plugin: record.id, status: record.status, reason: record.reason, fix: record.fix });
-  }
+  if (refused.length > 0) reportRefused(refused);
   if (config.strictPlugins && refused.length > 0) {
     throw new WardenError(
       "config_invalid",

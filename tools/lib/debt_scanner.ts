@@ -1,7 +1,10 @@
 // Finds technical-debt markers (TODO, FIXME, HACK, XXX, STUB) in source text.
 // Markers count only inside comments for languages whose comment syntax is
-// known (so `const TODO_URL` or "TODO" in a string is not debt), anywhere in
-// prose files, and STUB also matches code that admits it is unimplemented.
+// known (so `const TODO_URL` or "TODO" in a string is not debt), in prose
+// files line by line, and STUB also matches code that admits it is
+// unimplemented. Within that text a tag counts only where people write tags
+// (see isTagPlace), so a tag that commented-out code or a sentence mentions
+// (`// const badData = 'XXX';`) is not debt.
 
 /** The markers looked for unless the caller names others. */
 export const DEFAULT_TAGS: readonly string[] = Object.freeze(["TODO", "FIXME", "HACK", "XXX", "STUB"]);
@@ -74,6 +77,28 @@ export function isScannable(file: string): boolean {
 const STUB_CODE =
   /\b(?:throw\s+new\s+Error\(\s*["'`](?:not\s+(?:yet\s+)?implemented|unimplemented|stub)\b|raise\s+NotImplementedError\b|NotImplementedException\b|unimplemented!\s*\(|todo!\s*\()/i;
 
+/**
+ * What may stand before a tag that opens a comment's text: the comment opener
+ * and its decoration (`//`, `#`, `--`, ` * `, `/// `, `//!`), and in prose a
+ * list bullet, number or checkbox, or a quote mark.
+ */
+const TEXT_START = /^(?:[\s/#*!+>-]|\d+[.)]\s|\[[ xX]\]\s)*$/;
+
+/**
+ * Whether a tag found in comment text stands where people write tags: at the
+ * start of the comment's text, followed by anything but a word character (as
+ * eslint's no-warning-comments with `location: "start"`, pylint's fixme and
+ * golangci's godox read it), or anywhere in tag syntax, `TODO:` or
+ * `FIXME(bob)` (checkstyle's TodoComment). A tag right after a quote is a
+ * string in commented-out code (`// const s = 'XXX';`). A tag mid-comment
+ * followed by a word is not counted: on real trees that phrase is mostly a
+ * mention ("finds TODO comments", "STUB markers"), not a marker.
+ */
+function isTagPlace(before: string, after: string): boolean {
+  if (/['"`]$/.test(before)) return false;
+  return TEXT_START.test(before) || after.startsWith(":") || after.startsWith("(");
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
@@ -134,8 +159,8 @@ export interface DebtScanner {
 
 /**
  * Makes a scanner for `tags` (default: TODO, FIXME, HACK, XXX, STUB).
- * Tags match as whole words; `caseSensitive` (default true) decides whether
- * `todo` counts as `TODO`.
+ * Tags match as whole words where a tag is written (see isTagPlace);
+ * `caseSensitive` (default true) decides whether `todo` counts as `TODO`.
  */
 export function createDebtScanner(options: { tags?: readonly string[]; caseSensitive?: boolean } = {}): DebtScanner {
   const tags = [...new Set(options.tags ?? DEFAULT_TAGS)];
@@ -163,6 +188,7 @@ export function createDebtScanner(options: { tags?: readonly string[]; caseSensi
           const segment = line.slice(start, end);
           pattern.lastIndex = 0;
           for (let m = pattern.exec(segment); m !== null; m = pattern.exec(segment)) {
+            if (!isTagPlace(segment.slice(0, m.index), segment.slice(m.index + m[1].length))) continue;
             const tag = canonical.get(caseSensitive ? m[1] : m[1].toLowerCase()) ?? m[1];
             const rest = segment.slice(m.index).replace(/\s*(?:\*\/|-->|\]\]|-\})\s*$/, "").trim();
             findings.push({

@@ -3,6 +3,7 @@
 // places the graph cannot see through could change an answer.
 import path from "node:path";
 import { problem, received, WardenError } from "../../core/errors.ts";
+import type { ReadContext } from "../../core/tool.ts";
 import type { GraphModule, ModuleGraph, UnknownSource } from "./module_graph.ts";
 import { globToRegExp } from "./packages.ts";
 import type { ExportRecord, SymbolKind } from "./module_summary.ts";
@@ -10,20 +11,43 @@ import { MODULE_EXTENSIONS } from "./module_summary.ts";
 import type { Resolution } from "./resolver.ts";
 
 /**
- * The root-relative file a path argument names: exact, or as an import
- * would find it (extension added, `index` file). Throws a WardenError that
- * names the argument when it is not a file of the root.
+ * The root-relative path the root's door gives `input`, or null when nothing is there (an import-style name such
+ * as `src/a` may still name a module). A path that leads out of the root (`..`, an absolute path outside it, a
+ * symlink) is refused here, by the door, so that every tool refuses it with one message.
  */
-export function fileArgument(graph: ModuleGraph, input: string, argument: string): string {
-  const bad = (detail: string, fix: string) =>
-    new WardenError("invalid_arguments", problem(`Invalid argument "${argument}"`, detail, fix));
-  if (input.includes("\0")) throw bad(`${received(input)} contains a NUL byte`, "pass a path relative to the root");
+async function pathInRoot(ctx: ReadContext, root: string, input: string): Promise<string | null> {
+  try {
+    return (await ctx.fs.stat(root, input)).path;
+  } catch (error) {
+    if (error instanceof WardenError && error.code === "path_refused") throw error;
+    return null;
+  }
+}
+
+/** The lexical root-relative form of a path the door found nothing at; an absolute one is refused. */
+function relativeArgument(input: string, bad: (detail: string, fix: string) => WardenError): string {
   const slashed = input.replace(/\\/g, "/");
   if (slashed.startsWith("/") || /^[a-z]:\//i.test(slashed)) {
     throw bad(`${received(input)} is an absolute path`, "pass a path relative to the root");
   }
-  const rel = path.posix.normalize(slashed).replace(/^\.\//, "").replace(/\/$/, "");
-  if (rel === ".." || rel.startsWith("../")) throw bad(`${received(input)} leads outside the root`, "remove the `..`");
+  return path.posix.normalize(slashed).replace(/^\.\//, "").replace(/\/$/, "") || ".";
+}
+
+/**
+ * The root-relative file a path argument names: exact, or as an import
+ * would find it (extension added, `index` file). Throws a WardenError that
+ * names the argument when it is not a file of the root, and the door's
+ * refusal when it leads out of the root.
+ */
+export async function fileArgument(
+  ctx: ReadContext,
+  graph: ModuleGraph,
+  input: string,
+  argument: string,
+): Promise<string> {
+  const bad = (detail: string, fix: string) =>
+    new WardenError("invalid_arguments", problem(`Invalid argument "${argument}"`, detail, fix));
+  const rel = (await pathInRoot(ctx, graph.root, input)) ?? relativeArgument(input, bad);
   if (graph.files.has(rel)) return rel;
   const candidates = [
     ...MODULE_EXTENSIONS.map((ext) => rel + ext),
@@ -39,17 +63,20 @@ export function fileArgument(graph: ModuleGraph, input: string, argument: string
   );
 }
 
-/** A directory argument (`.` for the whole root); throws when no file of the root lies under it. */
-export function dirArgument(graph: ModuleGraph, input: string | undefined, argument: string): string {
+/**
+ * A directory argument (`.` for the whole root); throws when no file of the root lies under it, and the door's
+ * refusal when it leads out of the root.
+ */
+export async function dirArgument(
+  ctx: ReadContext,
+  graph: ModuleGraph,
+  input: string | undefined,
+  argument: string,
+): Promise<string> {
   if (input === undefined) return ".";
   const bad = (detail: string, fix: string) =>
     new WardenError("invalid_arguments", problem(`Invalid argument "${argument}"`, detail, fix));
-  const slashed = input.replace(/\\/g, "/");
-  if (slashed.startsWith("/") || /^[a-z]:\//i.test(slashed)) {
-    throw bad(`${received(input)} is an absolute path`, "pass a path relative to the root");
-  }
-  const rel = path.posix.normalize(slashed).replace(/^\.\//, "").replace(/\/$/, "") || ".";
-  if (rel === ".." || rel.startsWith("../")) throw bad(`${received(input)} leads outside the root`, "remove the `..`");
+  const rel = (await pathInRoot(ctx, graph.root, input)) ?? relativeArgument(input, bad);
   if (rel === ".") return rel;
   if (graph.files.has(rel)) return rel;
   for (const file of graph.files) if (file.startsWith(rel + "/")) return rel;
