@@ -290,7 +290,9 @@ const HARMLESS_PATHS = new Set([
 async function refuseOutsidePaths(who: string, fs: RootFs, cwd: string, args: readonly string[]): Promise<void> {
   const roots: string[] = [];
   for (const id of fs.rootIds) roots.push(await realDirectory(fs, id, "."));
-  const inside = (candidate: string) => roots.some((r) => candidate === r || candidate.startsWith(r + path.sep));
+  // A root of "/" already ends in the separator.
+  const inside = (candidate: string) =>
+    roots.some((r) => candidate === r || candidate.startsWith(r.endsWith(path.sep) ? r : r + path.sep));
   for (const arg of args) {
     const eq = arg.indexOf("=");
     for (const text of eq > 0 ? [arg, arg.slice(eq + 1)] : [arg]) {

@@ -195,6 +195,20 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     assert.equal(result.stdout, "ok\n");
   });
 
+  it("accepts any path under a root that is / itself", async () => {
+    const all = await openRoots([{ id: "all", path: "/" }]);
+    const result = await spawner.spawn(
+      'tool "t"',
+      ["sh"],
+      all,
+      ["sh", "-c", "pwd", work.dir, "tmp", "../etc"],
+      {},
+      new AbortController().signal,
+      Date.now() + 30_000,
+    );
+    assert.deepEqual([result.exitCode, result.stdout], [0, "/\n"]);
+  });
+
   it("accepts paths inside the root, absolute or climbing back into it", async () => {
     const root = path.join(work.dir, "root");
     const inside = await spawn(["sh", "-c", "pwd", `${root}/sub`, "sub/../sub", "--dir=../root/sub"], { cwd: "sub" });
