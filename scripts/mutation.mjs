@@ -4,7 +4,7 @@
 // on the source (no build per mutant). A mutant no suite notices is a test
 // that is missing, or a mutant that changes nothing (see scripts/README.md).
 //
-// Usage: node scripts/mutation.mjs [--list | --summary | --help] [module[:FROM-TO] ...]
+// Usage: node scripts/mutation.mjs [--list | --summary | --help] [module[:FROM-TO[,FROM-TO...]] ...]
 //   module: a key of MODULES below (default: all of them, in that order);
 //   :FROM-TO mutates only lines FROM to TO of it (a large module in parts, each
 //   with its own report, e.g. roots:1-330 then roots:331-9999)
@@ -92,7 +92,7 @@ function configFor(key, { file, suites, filter }, lines) {
         ...tests,
       ].join(" "),
     },
-    mutate: [lines ? `${file}:${lines}` : file],
+    mutate: lines ? lines.split(",").map((range) => `${file}:${range}`) : [file],
     // The sandbox gets what the suites read: sources, fixtures, schemas and the vendored SDK deno.json maps.
     ignorePatterns: [
       "**",
@@ -170,9 +170,9 @@ if (argv.includes("--list")) {
 const summaryOnly = argv.includes("--summary");
 // A run of a module, or of lines of it: its report and configuration are named module.FROM-TO.
 const runs = argv.filter((a) => !a.startsWith("--")).map((arg) => {
-  const [, module, lines] = /^([a-z_]+)(?::(\d+-\d+))?$/.exec(arg) ?? [];
-  if (!(module in MODULES)) fail(`unknown module ${arg}: one of ${Object.keys(MODULES).join(", ")}, [:FROM-TO]`);
-  return { key: lines ? `${module}.${lines}` : module, module, lines };
+  const [, module, lines] = /^([a-z_]+)(?::(\d+-\d+(?:,\d+-\d+)*))?$/.exec(arg) ?? [];
+  if (!(module in MODULES)) fail(`unknown module ${arg}: one of ${Object.keys(MODULES).join(", ")}, [:FROM-TO,...]`);
+  return { key: lines ? `${module}.${lines.replaceAll(",", "_")}` : module, module, lines };
 });
 const selected = runs.length ? runs : Object.keys(MODULES).map((module) => ({ key: module, module }));
 
@@ -205,7 +205,7 @@ const summaries = selected.filter(({ key }) => existsSync(path.join(reportsDir, 
 );
 const title = (key) => {
   const [module, lines] = key.split(".");
-  return `${MODULES[module].file}${lines ? ` lines ${lines}` : ""}`;
+  return `${MODULES[module].file}${lines ? ` lines ${lines.replaceAll("_", ", ")}` : ""}`;
 };
 process.stdout.write("| module | mutants | detected | score | minutes |\n|---|---:|---:|---:|---:|\n");
 for (const s of summaries) {
