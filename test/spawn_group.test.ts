@@ -291,9 +291,19 @@ describe(`what warden cannot clean up after a program (${runtimeName})`, () => {
         return;
       }
       const ids = [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"];
-      const entry = wardenCommand().args.find((arg) => /main\.[jt]s$/.test(arg))!;
-      if (spawnSync(setpriv, [...ids, "/bin/sh", "-c", 'test -r "$1"', "sh", entry]).status !== 0) {
-        unable = `warden's files (${entry}) are not readable by uid ${NOBODY}, which this test runs warden as`;
+      const { command, args } = wardenCommand();
+      const entry = args.find((arg) => /main\.[jt]s$/.test(arg))!;
+      // By variables, not arguments: deno's child_process rewrites an argument that names deno itself.
+      const check = spawnSync(setpriv, [
+        ...ids,
+        "/bin/sh",
+        "-c",
+        'test -x "$WARDEN_RUNTIME" && test -r "$WARDEN_ENTRY"',
+      ], {
+        env: { WARDEN_RUNTIME: command, WARDEN_ENTRY: entry },
+      });
+      if (check.status !== 0) {
+        unable = `${command} or ${entry} is out of reach of uid ${NOBODY}, which this test runs warden as`;
         return;
       }
       chmodSync(work.dir, 0o755);
