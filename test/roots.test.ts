@@ -111,6 +111,12 @@ describe(`root confinement (${runtimeName})`, () => {
       message: /^Not found in root "app": "src\/none\.ts"$/,
       code: "not_found",
     },
+    {
+      title: "a path under a file",
+      args: { op: "read", path: "src/a.ts/more" },
+      message: /^Not found in root "app": "src\/a\.ts\/more"$/,
+      code: "not_found",
+    },
   ];
   for (const { title, args, message, code } of refusals) {
     it(`refuses ${title}`, async () => {
@@ -291,6 +297,17 @@ describe(`root confinement (${runtimeName})`, () => {
     assert.match(
       result.stderr,
       /^warden: Invalid root "gone": ".*gone" does not exist; pass --root gone=<an existing directory>\n$/,
+    );
+  });
+
+  it("refuses to start with a root that is a file, naming it", async () => {
+    const { runWarden } = await import("./helpers.ts");
+    const file = path.join(work.dir, "secret.txt");
+    const result = await runWarden(["tools", "--root", `file=${file}`]);
+    assert.equal(result.code, 2);
+    assert.equal(
+      result.stderr,
+      `warden: Invalid root "file": ${JSON.stringify(file)} is not a directory; pass --root file=<a directory>\n`,
     );
   });
 });
