@@ -119,6 +119,12 @@ describe(`root confinement (${runtimeName})`, () => {
       message: /^Path refused in root "app": "self-loop" leads into a loop of symbolic links$/,
       code: "path_refused",
     },
+    {
+      title: "a name too long to resolve, by what failed",
+      args: { op: "read", path: "n".repeat(300) },
+      message: /^Path refused in root "app": "n+\.\.\. cannot be resolved \(ENAMETOOLONG\)$/,
+      code: "path_refused",
+    },
     // Paths at the edges of the plain-path shortcut, which must take the full checks.
     {
       title: "/ itself",
