@@ -9,7 +9,9 @@
 //   :FROM-TO mutates only lines FROM to TO of it (a large module in parts, each
 //   with its own report, e.g. roots:1-330 then roots:331-9999)
 //   --list: each module, its file and its suites; --summary: the table and the
-//   survivors of the last reports, without running anything
+//   survivors of the last reports, without running anything; --suites=a,b: only
+//   these suites (a quick first pass: a survivor costs the fastest suite alone,
+//   and the others are run by hand on the few that survive)
 // StrykerJS is installed on first use into .bench/mutation/ (gitignored), never
 // as a dependency of warden; reports go to .bench/mutation/reports/.
 import { spawnSync } from "node:child_process";
@@ -168,6 +170,7 @@ if (argv.includes("--list")) {
   process.exit(0);
 }
 const summaryOnly = argv.includes("--summary");
+const onlySuites = argv.find((a) => a.startsWith("--suites="))?.slice("--suites=".length).split(",");
 // A run of a module, or of lines of it: its report and configuration are named module.FROM-TO.
 const runs = argv.filter((a) => !a.startsWith("--")).map((arg) => {
   const [, module, lines] = /^([a-z_]+)(?::(\d+-\d+(?:,\d+-\d+)*))?$/.exec(arg) ?? [];
@@ -183,9 +186,10 @@ if (!summaryOnly) {
   mkdirSync(reportsDir, { recursive: true });
   for (const { key, module, lines } of selected) {
     const configFile = path.join(workDir, `${key}.conf.json`);
-    writeFileSync(configFile, JSON.stringify(configFor(key, MODULES[module], lines), null, 2) + "\n");
+    const chosen = onlySuites ? { ...MODULES[module], suites: onlySuites } : MODULES[module];
+    writeFileSync(configFile, JSON.stringify(configFor(key, chosen, lines), null, 2) + "\n");
     const started = Date.now();
-    const { file, suites } = MODULES[module];
+    const { file, suites } = chosen;
     process.stderr.write(`\nmutation: ${file}${lines ? ` lines ${lines}` : ""} against ${suites.join(", ")}\n`);
     const result = spawnSync(process.execPath, [cli, "run", configFile], { cwd: repoRoot, stdio: "inherit" });
     const minutes = ((Date.now() - started) / 60_000).toFixed(1);
