@@ -306,10 +306,16 @@ class ConfinedFs implements RootFs {
     try {
       real = await platform().fs.realPath(path.join(root.real, rel));
     } catch (error) {
-      if (nodeCode(error) === "ENOENT" || nodeCode(error) === "ENOTDIR") {
+      const code = nodeCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") {
         throw new WardenError("not_found", problem(`Not found in root "${root.id}"`, received(display)));
       }
-      throw error;
+      // The runtime's own message names the host's path: say what failed by the root-relative one.
+      const why = code === "ELOOP" ? "leads into a loop of symbolic links" : `cannot be resolved (${code ?? "error"})`;
+      throw new WardenError(
+        "path_refused",
+        problem(`Path refused in root "${root.id}"`, `${received(display)} ${why}`),
+      );
     }
     if (!isInside(root.real, real)) {
       throw new WardenError(

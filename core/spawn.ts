@@ -282,23 +282,22 @@ const HARMLESS_PATHS = new Set([
 
 /**
  * An argument that names a path outside every root is refused before the
- * program starts: an absolute path, a `~` path, or a relative one whose `..`
- * climbs out of the root; also after `=` (as in `--output=/tmp/x`).
+ * program starts: an absolute path, a `~` path, or a relative one that leads
+ * out of the root, by `..` or through a symlink; also after `=` (as in
+ * `--output=/tmp/x`). Every other argument is read as a path too: one that is
+ * not (`-c`, a script) resolves inside the working directory.
  */
 async function refuseOutsidePaths(who: string, fs: RootFs, cwd: string, args: readonly string[]): Promise<void> {
   const roots: string[] = [];
   for (const id of fs.rootIds) roots.push(await realDirectory(fs, id, "."));
-  const inside = (candidate: string) => roots.some((r) => candidate === r || candidate.startsWith(r + path.sep));
+  // A root of "/" already ends in the separator.
+  const inside = (candidate: string) =>
+    roots.some((r) => candidate === r || candidate.startsWith(r.endsWith(path.sep) ? r : r + path.sep));
   for (const arg of args) {
     const eq = arg.indexOf("=");
     for (const text of eq > 0 ? [arg, arg.slice(eq + 1)] : [arg]) {
       if (HARMLESS_PATHS.has(text)) continue;
-      const home = text.startsWith("~");
-      const absolute = text.startsWith("/") ? path.normalize(text) : null;
-      const climbs = !absolute && text.split(/[\\/]/).includes("..") ? path.resolve(cwd, text) : null;
-      const target = absolute ?? climbs;
-      if (!home && target === null) continue;
-      if (home || (target !== null && !inside(await wouldBe(target)))) {
+      if (text.startsWith("~") || !inside(await wouldBe(path.resolve(cwd, text)))) {
         throw new WardenError(
           "capability_denied",
           problem(

@@ -4,10 +4,14 @@
 // on the source (no build per mutant). A mutant no suite notices is a test
 // that is missing, or a mutant that changes nothing (see scripts/README.md).
 //
-// Usage: node scripts/mutation.mjs [--list | --summary | --help] [module ...]
-//   module: a key of MODULES below (default: all of them, in that order)
+// Usage: node scripts/mutation.mjs [--list | --summary | --help] [module[:FROM-TO[,FROM-TO...]] ...]
+//   module: a key of MODULES below (default: all of them, in that order);
+//   :FROM-TO mutates only lines FROM to TO of it (a large module in parts, each
+//   with its own report, e.g. roots:1-330 then roots:331-9999)
 //   --list: each module, its file and its suites; --summary: the table and the
-//   survivors of the last reports, without running anything
+//   survivors of the last reports, without running anything; --suites=a,b: only
+//   these suites (a quick first pass: a survivor costs the fastest suite alone,
+//   and the others are run by hand on the few that survive)
 // StrykerJS is installed on first use into .bench/mutation/ (gitignored), never
 // as a dependency of warden; reports go to .bench/mutation/reports/.
 import { spawnSync } from "node:child_process";
@@ -74,7 +78,7 @@ function stryker() {
 }
 
 /** The StrykerJS configuration for one module. */
-function configFor(key, { file, suites, filter }) {
+function configFor(key, { file, suites, filter }, lines) {
   const deno = denoBinary();
   const tests = suites.map((s) => `test/${s}.test.ts`);
   for (const test of tests) if (!existsSync(path.join(repoRoot, test))) fail(`${test} (for ${file}) does not exist`);
@@ -90,7 +94,7 @@ function configFor(key, { file, suites, filter }) {
         ...tests,
       ].join(" "),
     },
-    mutate: [file],
+    mutate: lines ? lines.split(",").map((range) => `${file}:${range}`) : [file],
     // The sandbox gets what the suites read: sources, fixtures, schemas and the vendored SDK deno.json maps.
     ignorePatterns: [
       "**",
@@ -130,16 +134,20 @@ function summarize(key) {
   const survivors = [];
   for (const [file, { mutants, source }] of Object.entries(report.files)) {
     const lines = source.split("\n");
+    const offset = ({ line, column }) => lines.slice(0, line - 1).reduce((n, l) => n + l.length + 1, 0) + column - 1;
     for (const m of mutants) {
       if (m.status === "Killed" || m.status === "Timeout") detected++;
       if (m.status === "Killed" || m.status === "Timeout" || m.status === "Survived" || m.status === "NoCoverage") {
         valid++;
       }
       if (m.status === "Survived" || m.status === "NoCoverage") {
-        const line = m.location.start.line;
+        // What the mutant replaced, not its whole line: a line often holds several candidates.
+        const { start, end } = m.location;
+        const original = source.slice(offset(start), offset(end));
+        const oneLine = (text) => text.replace(/\s+/g, " ").slice(0, 100);
         survivors.push(
-          `${file}:${line} ${m.mutatorName}: ${lines[line - 1].trim().slice(0, 100)}  =>  ${
-            (m.replacement ?? "").replace(/\s+/g, " ").slice(0, 100)
+          `${file}:${start.line}:${start.column} ${m.mutatorName}: ${oneLine(original)}  =>  ${
+            oneLine(m.replacement ?? "")
           }`,
         );
       }
@@ -162,25 +170,32 @@ if (argv.includes("--list")) {
   process.exit(0);
 }
 const summaryOnly = argv.includes("--summary");
-const keys = argv.filter((a) => !a.startsWith("--"));
-for (const key of keys) if (!(key in MODULES)) fail(`unknown module ${key}: one of ${Object.keys(MODULES).join(", ")}`);
-const selected = keys.length ? keys : Object.keys(MODULES);
+const onlySuites = argv.find((a) => a.startsWith("--suites="))?.slice("--suites=".length).split(",");
+// A run of a module, or of lines of it: its report and configuration are named module.FROM-TO.
+const runs = argv.filter((a) => !a.startsWith("--")).map((arg) => {
+  const [, module, lines] = /^([a-z_]+)(?::(\d+-\d+(?:,\d+-\d+)*))?$/.exec(arg) ?? [];
+  if (!(module in MODULES)) fail(`unknown module ${arg}: one of ${Object.keys(MODULES).join(", ")}, [:FROM-TO,...]`);
+  return { key: lines ? `${module}.${lines.replaceAll(",", "_")}` : module, module, lines };
+});
+const selected = runs.length ? runs : Object.keys(MODULES).map((module) => ({ key: module, module }));
 
 const failed = [];
 if (!summaryOnly) {
   const cli = stryker();
   if (!existsSync(path.join(repoRoot, "dist/vendor/mcp-sdk.js"))) fail("dist/vendor/ is missing: run npm run build");
   mkdirSync(reportsDir, { recursive: true });
-  for (const key of selected) {
+  for (const { key, module, lines } of selected) {
     const configFile = path.join(workDir, `${key}.conf.json`);
-    writeFileSync(configFile, JSON.stringify(configFor(key, MODULES[key]), null, 2) + "\n");
+    const chosen = onlySuites ? { ...MODULES[module], suites: onlySuites } : MODULES[module];
+    writeFileSync(configFile, JSON.stringify(configFor(key, chosen, lines), null, 2) + "\n");
     const started = Date.now();
-    process.stderr.write(`\nmutation: ${MODULES[key].file} against ${MODULES[key].suites.join(", ")}\n`);
+    const { file, suites } = chosen;
+    process.stderr.write(`\nmutation: ${file}${lines ? ` lines ${lines}` : ""} against ${suites.join(", ")}\n`);
     const result = spawnSync(process.execPath, [cli, "run", configFile], { cwd: repoRoot, stdio: "inherit" });
     const minutes = ((Date.now() - started) / 60_000).toFixed(1);
     if (result.status !== 0) {
       // One module's failure (a suite that fails without any mutant, say) does not stop the others.
-      process.stderr.write(`mutation: StrykerJS failed on ${MODULES[key].file} (status ${result.status})\n`);
+      process.stderr.write(`mutation: StrykerJS failed on ${key} (status ${result.status})\n`);
       failed.push(key);
       continue;
     }
@@ -189,23 +204,29 @@ if (!summaryOnly) {
 }
 
 // The summary: one line per module, then every survivor with its line and replacement.
-const summaries = selected.filter((key) => existsSync(path.join(reportsDir, `${key}.json`))).map(summarize);
+const summaries = selected.filter(({ key }) => existsSync(path.join(reportsDir, `${key}.json`))).map(({ key }) =>
+  summarize(key)
+);
+const title = (key) => {
+  const [module, lines] = key.split(".");
+  return `${MODULES[module].file}${lines ? ` lines ${lines.replaceAll("_", ", ")}` : ""}`;
+};
 process.stdout.write("| module | mutants | detected | score | minutes |\n|---|---:|---:|---:|---:|\n");
 for (const s of summaries) {
   const minutesFile = path.join(reportsDir, `${s.key}.minutes`);
   const minutes = existsSync(minutesFile) ? readFileSync(minutesFile, "utf8").trim() : "?";
   process.stdout.write(
-    `| ${MODULES[s.key].file} | ${s.valid} | ${s.detected} | ${s.score.toFixed(1)}% | ${minutes} |\n`,
+    `| ${title(s.key)} | ${s.valid} | ${s.detected} | ${s.score.toFixed(1)}% | ${minutes} |\n`,
   );
 }
 for (const s of summaries) {
   if (s.survivors.length === 0) continue;
-  process.stdout.write(`\n${MODULES[s.key].file}: ${s.survivors.length} survivors\n`);
+  process.stdout.write(`\n${title(s.key)}: ${s.survivors.length} survivors\n`);
   for (const line of s.survivors) process.stdout.write(`  ${line}\n`);
 }
 if (failed.length) {
   process.stdout.write(
-    `\nStrykerJS failed on ${failed.map((key) => MODULES[key].file).join(", ")}: see its output above\n`,
+    `\nStrykerJS failed on ${failed.map(title).join(", ")}: see its output above\n`,
   );
   process.exit(1);
 }

@@ -8,7 +8,16 @@ import { createServer } from "node:net";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+import {
+  connect,
+  fixtureToolsDir,
+  repoRoot,
+  runtimeName,
+  runWarden,
+  type Session,
+  tempDir,
+  textOf,
+} from "./helpers.ts";
 
 type SpawnResult = {
   exitCode: number | null;
@@ -193,6 +202,46 @@ describe(`ctx.spawn (${runtimeName})`, () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe(`a gate tool's allowlist (${runtimeName})`, () => {
+  // Plain JavaScript tools inside the repository, so that "valibot" resolves from node_modules.
+  const dir = path.join(repoRoot, ".test-tmp", `gate-names-${runtimeName}-${process.pid}`);
+  const tool = (name: string, programs: string[]) =>
+    'import * as v from "valibot";\nexport const tool = { [Symbol.for("warden.tool")]: true, name: ' +
+    `${JSON.stringify(name)}, title: "T", description: "D.", risk: "gate", capabilities: { spawn: ` +
+    `${JSON.stringify(programs)} }, input: v.strictObject({}), handler: () => "ok" };\n`;
+  // What would reach the file system or the shell as more than a name: paths, options, words, controls.
+  const notNames = [
+    "/bin/sh",
+    "./sh",
+    "sh/x",
+    "../sh",
+    "-rf",
+    ".hidden",
+    "_x",
+    "git status",
+    "sh\n",
+    "",
+    "a".repeat(65),
+  ];
+  const names = ["sh", "g++", "x86_64-linux-gnu-gcc", "python3.12", "7z", "a".repeat(64)];
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("names programs, never paths or options: startup names each entry that is not a program name", async () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, "paths.js"), tool("paths", notNames));
+    writeFileSync(path.join(dir, "names.js"), tool("names", names));
+    const { code, stdout, stderr } = await runWarden(["tools"], { env: { WARDEN_TOOLS_DIR: dir } });
+    assert.deepEqual([code, stdout], [2, ""]);
+    assert.deepEqual(stderr.trimEnd().split("\n"), [
+      "warden: Cannot load the built-in tools:",
+      ...notNames.map((name) =>
+        `  paths.js: spawn allowlist entry ${JSON.stringify(name)} is not a program name; ` +
+        "name programs (e.g. git), never paths"
+      ),
+    ]);
   });
 });
 

@@ -26,6 +26,7 @@ describe(`root confinement (${runtimeName})`, () => {
     symlinkSync(path.join(work.dir, "secret.txt"), path.join(rootDir, "src", "escape.ts"));
     symlinkSync(work.dir, path.join(rootDir, "up"));
     symlinkSync(path.join(rootDir, "src", "a.ts"), path.join(rootDir, "src", "alias.ts"));
+    symlinkSync("self-loop", path.join(rootDir, "self-loop"));
     session = await connect({
       env: { WARDEN_TOOLS_DIR: fixtureToolsDir },
       args: ["--root", `app=${rootDir}`, "--root", `docs=${docsDir}`],
@@ -112,6 +113,49 @@ describe(`root confinement (${runtimeName})`, () => {
       message: /^Not found in root "app": "src\/none\.ts"$/,
       code: "not_found",
     },
+    {
+      title: "a symlink loop, by its name, not the host's path the runtime's error holds",
+      args: { op: "read", path: "self-loop" },
+      message: /^Path refused in root "app": "self-loop" leads into a loop of symbolic links$/,
+      code: "path_refused",
+    },
+    {
+      title: "a name too long to resolve, by what failed",
+      args: { op: "read", path: "n".repeat(300) },
+      message: /^Path refused in root "app": "n+\.\.\. cannot be resolved \(ENAMETOOLONG\)$/,
+      code: "path_refused",
+    },
+    // Paths at the edges of the plain-path shortcut, which must take the full checks.
+    {
+      title: "/ itself",
+      args: { op: "list", path: "/" },
+      message: /^Path refused in root "app": an absolute path outside the root; pass a path relative to the root$/,
+      code: "path_refused",
+    },
+    {
+      title: "a bare ..",
+      args: { op: "list", path: ".." },
+      message: /^Path refused in root "app": "\.\." leads outside the root; remove the `\.\.` segments$/,
+      code: "path_refused",
+    },
+    {
+      title: "a NUL alone",
+      args: { op: "read", path: "\u0000" },
+      message: /contains a NUL byte/,
+      code: "path_refused",
+    },
+    {
+      title: "a NUL as a later segment",
+      args: { op: "read", path: "src/\u0000" },
+      message: /contains a NUL byte/,
+      code: "path_refused",
+    },
+    {
+      title: "a path under a file",
+      args: { op: "read", path: "src/a.ts/more" },
+      message: /^Not found in root "app": "src\/a\.ts\/more"$/,
+      code: "not_found",
+    },
   ];
   for (const { title, args, message, code } of refusals) {
     it(`refuses ${title}`, async () => {
@@ -124,6 +168,21 @@ describe(`root confinement (${runtimeName})`, () => {
       assert.ok(!text.includes("top secret"));
     });
   }
+
+  it("names a path in its normal form, whatever form it was given in", async () => {
+    for (const given of ["./src/a.ts", "src/./a.ts", "src/nested/../a.ts", "src//a.ts"]) {
+      assert.equal(JSON.parse(textOf(await call({ op: "stat", path: given }))).path, "src/a.ts", given);
+    }
+    for (const given of [".", "./", "src/.."]) {
+      assert.equal(JSON.parse(textOf(await call({ op: "stat", path: given }))).path, ".", given);
+    }
+  });
+
+  it("stats null for a path under a directory that does not exist, or whose name is too long to exist", async () => {
+    const paths = ["src/a.ts", "nodir/x.ts", `${"n".repeat(300)}/x.ts`];
+    const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths })));
+    assert.deepEqual([batch[0]?.path, batch[1], batch[2]], ["src/a.ts", null, null]);
+  });
 
   it("globs relative to the root, honours .gitignore, drops symlinks that lead out", async () => {
     const files = JSON.parse(textOf(await call({ op: "glob", path: "**/*.ts" })));
@@ -292,6 +351,27 @@ describe(`root confinement (${runtimeName})`, () => {
     assert.match(
       result.stderr,
       /^warden: Invalid root "gone": ".*gone" does not exist; pass --root gone=<an existing directory>\n$/,
+    );
+  });
+
+  it("stops the server with config_invalid for a root that is missing or a file", async () => {
+    const { startRaw } = await import("./helpers.ts");
+    for (const given of [path.join(work.dir, "gone"), path.join(work.dir, "secret.txt")]) {
+      const raw = startRaw({ args: ["--root", `bad=${given}`] });
+      const { code } = await raw.exited();
+      const line = JSON.parse(raw.stderr().trim().split("\n")[0]);
+      assert.deepEqual([code, line.event, line.code], [2, "startup_failed", "config_invalid"], given);
+    }
+  });
+
+  it("refuses to start with a root that is a file, naming it", async () => {
+    const { runWarden } = await import("./helpers.ts");
+    const file = path.join(work.dir, "secret.txt");
+    const result = await runWarden(["tools", "--root", `file=${file}`]);
+    assert.equal(result.code, 2);
+    assert.equal(
+      result.stderr,
+      `warden: Invalid root "file": ${JSON.stringify(file)} is not a directory; pass --root file=<a directory>\n`,
     );
   });
 });

@@ -9,11 +9,31 @@
 // table (by a unique argument, since pids inside bubblewrap are its own).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { connect, eventually, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+import {
+  connect,
+  eventually,
+  fixtureToolsDir,
+  runtimeName,
+  type Session,
+  skipOrFail,
+  tempDir,
+  textOf,
+  wardenCommand,
+} from "./helpers.ts";
 
 type SpawnResult = {
   exitCode: number | null;
@@ -186,7 +206,8 @@ for (const mode of ["as the host is", "without bubblewrap"] as const) {
 describe(`a bubblewrap that cannot isolate (${runtimeName})`, () => {
   for (
     const [stderr, detail] of [
-      ["bwrap: No permissions to create new namespace\nmore", "bwrap: No permissions to create new namespace"],
+      ["bwrap: No permissions to create new namespace\nmore\n", "bwrap: No permissions to create new namespace"],
+      ["\n  bwrap: setting up uid map: Permission denied\n", "bwrap: setting up uid map: Permission denied"],
       ["", "exit 1"],
     ]
   ) {
@@ -197,8 +218,7 @@ describe(`a bubblewrap that cannot isolate (${runtimeName})`, () => {
         mkdirSync(bin);
         for (const name of PROGRAMS) symlinkSync(which(name), path.join(bin, name));
         // A bwrap that fails as one does where user namespaces are off.
-        const script = stderr.split("\n").filter(Boolean).map((line) => `echo '${line}' >&2; `).join("") + "exit 1";
-        writeFileSync(path.join(bin, "bwrap"), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+        writeFileSync(path.join(bin, "bwrap"), `#!/bin/sh\nprintf '%s' '${stderr}' >&2\nexit 1\n`, { mode: 0o755 });
         const session = await connect({ env: { PATH: bin } });
         try {
           const result = await session.client.callTool({ name: "host_context", arguments: {} });
@@ -217,4 +237,131 @@ describe(`a bubblewrap that cannot isolate (${runtimeName})`, () => {
       }
     });
   }
+
+  it("is not claimed when it cannot even be started, and says why", async () => {
+    const work = tempDir();
+    try {
+      const bin = path.join(work.dir, "bin");
+      mkdirSync(bin);
+      for (const name of PROGRAMS) symlinkSync(which(name), path.join(bin, name));
+      // A bwrap that is a file but not a program: starting it fails before it runs.
+      writeFileSync(path.join(bin, "bwrap"), "#!/bin/sh\nexit 0\n", { mode: 0o644 });
+      const session = await connect({ env: { PATH: bin } });
+      try {
+        const result = await session.client.callTool({ name: "host_context", arguments: {} });
+        const isolation = (result.structuredContent as { gate: { isolation: Record<string, unknown> } }).gate.isolation;
+        const { detail, ...rest } = isolation;
+        assert.deepEqual(rest, { kind: "none", network: "host", writes: "unrestricted" });
+        assert.match(String(detail), /^bubblewrap cannot isolate here \(.*(EACCES|Permission denied).*\)$/);
+      } finally {
+        await session.close();
+      }
+    } finally {
+      work.remove();
+    }
+  });
+});
+
+describe(`what warden cannot clean up after a program (${runtimeName})`, () => {
+  // Root removes any directory, so warden runs as an ordinary user: itself when the tests do, else uid 65534
+  // through setpriv. Without bubblewrap (PATH holds the programs and no bwrap), so that a program can be made to
+  // vanish: printenv is a file of this test's, deleted before it is run.
+  const NOBODY = 65534;
+  let session: Session | undefined;
+  let work: { dir: string; remove: () => void };
+  let bin: string;
+  let tmp: string;
+  let unable = "";
+  before(async () => {
+    work = tempDir();
+    bin = path.join(work.dir, "bin");
+    tmp = path.join(work.dir, "tmp");
+    const root = path.join(work.dir, "root");
+    const ownDirs = [tmp, path.join(work.dir, "deno"), path.join(work.dir, "ledger")];
+    for (const dir of [bin, root, ...ownDirs]) mkdirSync(dir);
+    for (const name of [...PROGRAMS.filter((name) => name !== "printenv"), "mkdir", "touch", "chmod"]) {
+      symlinkSync(which(name), path.join(bin, name));
+    }
+    writeFileSync(path.join(bin, "printenv"), "#!/bin/sh\necho printenv\n", { mode: 0o755 });
+    let wrap: ((command: string, args: string[]) => { command: string; args: string[] }) | undefined;
+    if (process.getuid?.() === 0) {
+      const setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].find(existsSync);
+      if (!setpriv) {
+        unable = "needs setpriv (util-linux) to run warden as an ordinary user";
+        return;
+      }
+      const ids = [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"];
+      const { command, args } = wardenCommand();
+      const entry = args.find((arg) => /main\.[jt]s$/.test(arg))!;
+      // By variables, not arguments: deno's child_process rewrites an argument that names deno itself.
+      const check = spawnSync(setpriv, [
+        ...ids,
+        "/bin/sh",
+        "-c",
+        'test -x "$WARDEN_RUNTIME" && test -r "$WARDEN_ENTRY"',
+      ], {
+        env: { WARDEN_RUNTIME: command, WARDEN_ENTRY: entry },
+      });
+      if (check.status !== 0) {
+        unable = `${command} or ${entry} is out of reach of uid ${NOBODY}, which this test runs warden as`;
+        return;
+      }
+      chmodSync(work.dir, 0o755);
+      for (const dir of ownDirs) chownSync(dir, NOBODY, NOBODY);
+      wrap = (command, args) => ({ command: setpriv, args: [...ids, command, ...args] });
+    }
+    session = await connect({
+      env: {
+        PATH: bin,
+        TMPDIR: tmp,
+        HOME: tmp,
+        DENO_DIR: ownDirs[1],
+        WARDEN_LEDGER: ownDirs[2],
+        WARDEN_TOOLS_DIR: fixtureToolsDir,
+      },
+      args: ["--root", `default=${root}`],
+      cwd: work.dir,
+      wrap,
+    });
+  });
+  after(async () => {
+    await session?.close();
+    work.remove();
+  });
+
+  const scratches = () => readdirSync(tmp).filter((name) => name.startsWith("warden-gate-"));
+
+  it("says so, in the result and on stderr, when a program left a scratch directory warden cannot remove", async (t) => {
+    if (unable) return skipOrFail(t, unable);
+    const result = await session!.client.callTool({
+      name: "fixture_gate",
+      arguments: { argv: ["sh", "-c", 'mkdir "$HOME/kept" && touch "$HOME/kept/file" && chmod 500 "$HOME/kept"'] },
+    });
+    const scratch = path.join(tmp, scratches()[0] ?? "none");
+    try {
+      assert.equal(result.isError, undefined, textOf(result));
+      const spawn = JSON.parse(textOf(result)) as { exitCode: number; scratchLeft?: string };
+      assert.equal(spawn.exitCode, 0);
+      assert.ok(existsSync(path.join(scratch, "kept", "file")), "the scratch directory is still there");
+      assert.ok(await eventually(() => session!.stderr().includes('"scratch_left"')), session!.stderr());
+      const logged = session!.stderr().split("\n").filter((line) => line.includes('"scratch_left"')).map((line) =>
+        JSON.parse(line)
+      );
+      assert.deepEqual(logged.map(({ level, event }) => [level, event]), [["warn", "scratch_left"]]);
+      assert.match(logged[0].error, /.+/);
+      assert.equal(spawn.scratchLeft, `the scratch directory could not be removed: ${logged[0].error}`);
+    } finally {
+      if (existsSync(path.join(scratch, "kept"))) chmodSync(path.join(scratch, "kept"), 0o700);
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it("fails the call of a program gone since startup, and removes its scratch directory", async (t) => {
+    if (unable) return skipOrFail(t, unable);
+    rmSync(path.join(bin, "printenv"));
+    const result = await session!.client.callTool({ name: "fixture_gate", arguments: { argv: ["printenv"] } });
+    assert.equal(result.isError, true, textOf(result));
+    assert.match(textOf(result), /^Tool "fixture_gate" failed: .*printenv/);
+    assert.deepEqual(scratches(), []);
+  });
 });

@@ -106,6 +106,20 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     assert.equal(ok.stdout, names.map((n) => n.toLowerCase() + "\n").join(""));
   });
 
+  it("refuses an environment value that is not a string, as a refusal, not a crash", async () => {
+    for (const value of [5, null, ["x"]]) {
+      await refused(
+        spawn(touch(), { env: { GOOD_NAME: value as unknown as string } }),
+        /^Environment variable "GOOD_NAME" refused/,
+      );
+    }
+  });
+
+  it("gives the program warden's own PATH, and LANG", async () => {
+    const result = await spawn(["printenv", "PATH", "LANG"]);
+    assert.equal(result.stdout, `${process.env.PATH}\nC.UTF-8\n`);
+  });
+
   it("refuses argv that is not a non-empty array of strings without NUL", async () => {
     for (const argv of [[], "sh", [1], ["sh", "a\0"], null]) {
       await refused(spawn(argv), /^Invalid argv: expected a non-empty array of strings without NUL, received /);
@@ -142,13 +156,17 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
     );
   });
 
-  it("refuses an absolute path inside a root that a symlink leads out of, with the whole message", async () => {
+  it("refuses a path inside a root that a symlink leads out of, absolute or relative, with the whole message", async () => {
     const link = path.join(work.dir, "root", "out-link");
     symlinkSync(work.dir, link);
     writeFileSync(path.join(work.dir, "outside.txt"), "outside\n");
     try {
-      // A file that exists, and one a program would create: both outside, through the link.
-      for (const file of [`${link}/outside.txt`, `${link}/new/ran`, `--output=${link}/ran`]) {
+      // A file that exists and one a program would create, both outside through the link: absolute, and relative
+      // to the working directory (the root) with no `..` to give them away.
+      const absolute = [`${link}/outside.txt`, `${link}/new/ran`, `--output=${link}/ran`];
+      for (
+        const file of [...absolute, "out-link/outside.txt", "out-link/new/ran", "--output=out-link/ran", "out-link"]
+      ) {
         await refused(
           spawn(["head", file]),
           `Argument ${JSON.stringify(file)} refused for tool "t": it names a path outside the roots; ` +
@@ -175,6 +193,20 @@ describe(`ctx.spawn requests (${runtimeName})`, () => {
       Date.now() + 30_000,
     );
     assert.equal(result.stdout, "ok\n");
+  });
+
+  it("accepts any path under a root that is / itself", async () => {
+    const all = await openRoots([{ id: "all", path: "/" }]);
+    const result = await spawner.spawn(
+      'tool "t"',
+      ["sh"],
+      all,
+      ["sh", "-c", "pwd", work.dir, "tmp", "../etc"],
+      {},
+      new AbortController().signal,
+      Date.now() + 30_000,
+    );
+    assert.deepEqual([result.exitCode, result.stdout], [0, "/\n"]);
   });
 
   it("accepts paths inside the root, absolute or climbing back into it", async () => {

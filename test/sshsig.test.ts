@@ -579,6 +579,10 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           'namespaces "" has an empty entry; separate namespaces with single commas, without spaces',
         ],
         [
+          `alice@example.com namespaces="warden-*,!" ${alice.text}`,
+          'namespaces "warden-*,!" has an empty entry; separate namespaces with single commas, without spaces',
+        ],
+        [
           `!mallory@example.com ${alice.text}`,
           `principals "!mallory@example.com" only negates, so it names no one; ${FORM_FIX}`,
         ],
@@ -716,6 +720,28 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           name: "a namespace pattern is not a prefix match",
           signers: [signerLine("alice@example.com", 'namespaces="warden"', alice)],
           expected: { status: "wrong-namespace" },
+        },
+        {
+          name: "a namespace of the same length is not a match",
+          signers: [signerLine("alice@example.com", 'namespaces="warden-plugin-v2"', alice)],
+          expected: { status: "wrong-namespace" },
+        },
+        {
+          name: "a namespace pattern's other characters are literal, not a regular expression",
+          signers: [
+            signerLine(
+              "alice@example.com",
+              'namespaces="warden-plugin-v1.,warden-plugin-v1+,(warden)-plugin-v1"',
+              alice,
+            ),
+          ],
+          expected: { status: "wrong-namespace" },
+        },
+        {
+          name: "?, then literal regular-expression characters, match as written",
+          signers: [signerLine("alice@example.com", 'namespaces="warden-plugin-v?,team.v1+(x)"', alice)],
+          namespace: "team.v1+(x)",
+          expected: { status: "trusted", principal: "alice@example.com" },
         },
         {
           name: "after valid-before",
