@@ -136,7 +136,12 @@ describe(`paging (${runtimeName})`, () => {
     for (let i = 0; i < PLUGINS; i++) {
       mkdirSync(path.join(plugins, `plugin-${String(i).padStart(3, "0")}`), { recursive: true });
     }
-    session = await connect({ args: ["--root", `default=${root}`, "--plugins-dir", plugins] });
+    // Markers in a script whose characters take three bytes each in UTF-8: a page is counted in bytes, not characters.
+    const wide = path.join(work.dir, "wide");
+    writeTree(wide, Array.from({ length: 200 }, (_, i) => [`n${i}.ts`, `// TODO: ${"待办事项".repeat(20)} ${i}\n`]));
+    session = await connect({
+      args: ["--root", `default=${root}`, "--root", `wide=${wide}`, "--plugins-dir", plugins],
+    });
   });
   after(async () => {
     await session?.close();
@@ -198,6 +203,13 @@ describe(`paging (${runtimeName})`, () => {
       for (const list of lists) assert.deepEqual(seen.get(list), listAt(whole.value, list), `${list}: every row, once`);
     });
   }
+
+  it("counts a page in bytes of UTF-8, not in characters", async () => {
+    const { value, bytes } = await page("tech_debt_check", { root: "wide" });
+    assert.ok(bytes <= PAGE_BYTES, `${bytes} bytes`);
+    // Each row is ~290 bytes for ~130 characters: counted as characters, the page would hold twice as many.
+    assert.ok(value.page.findings.returned > 40 && value.page.findings.returned < 60, JSON.stringify(value.page));
+  });
 
   it("refuses a cursor made by another tool, naming both", async () => {
     for (let i = 0; i < CASES.length; i++) {

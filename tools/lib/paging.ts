@@ -21,7 +21,7 @@
 // kept in the graph's memo where the answer is a function of the graph.
 import * as v from "valibot";
 import { problem, received, WardenError } from "../../core/errors.ts";
-import { sha256Digest } from "../../core/sha256.ts";
+import { sha256Digest, sha256Sync } from "../../core/sha256.ts";
 
 /** Most bytes of JSON text a page holds when the caller gives no `limit`. */
 export const PAGE_BYTES = 16_000;
@@ -111,7 +111,7 @@ interface Cursor {
 export async function paginate<T extends object>(answer: T, request: PageRequest): Promise<T & PageFields> {
   const paths = [...request.lists, ...(request.later ?? [])];
   const lists = paths.map((path) => listAt(answer, path));
-  const args = await argsDigest(request.args);
+  const args = argsDigest(request.args);
   let state: string | undefined;
   const stateDigest = async () => state ??= await answerDigest(answer, request, args);
 
@@ -225,25 +225,31 @@ function utf8Length(text: string): number {
   return bytes;
 }
 
-async function shortDigest(text: string): Promise<string> {
-  return (await sha256Digest(text)).slice("sha256:".length, "sha256:".length + DIGEST_HEX);
-}
-
-/** The digest of every argument but the cursor, in key order, absent ones left out. */
-function argsDigest(args: Readonly<Record<string, unknown>>): Promise<string> {
+/**
+ * The digest of every argument but the cursor, in key order, absent ones left out. In plain JavaScript: a few
+ * hundred bytes, where WebCrypto's trip through the thread pool cost a loaded machine milliseconds a call.
+ */
+function argsDigest(args: Readonly<Record<string, unknown>>): string {
   const keys = Object.keys(args).filter((key) => key !== "cursor" && args[key] !== undefined).sort();
-  return shortDigest(JSON.stringify(keys.map((key) => [key, args[key]])));
+  return sha256Sync(JSON.stringify(keys.map((key) => [key, args[key]]))).slice(0, DIGEST_HEX);
 }
 
-/** The digest of the whole answer, less its volatile keys; kept in `memo` by tool and arguments. */
+/** How many answers' digests a memo keeps: the last few queries, not one per module ever asked about. */
+const RECENT_DIGESTS = 64;
+
+/** The digest of the whole answer, less its volatile keys; the last few kept in `memo`, by tool and arguments. */
 async function answerDigest(answer: object, request: PageRequest, args: string): Promise<string> {
-  const key = `paging\0${request.tool}\0${args}`;
-  const known = request.memo?.get(key);
-  if (typeof known === "string") return known;
+  let recent = request.memo?.get("paging") as Map<string, string> | undefined;
+  if (request.memo && !recent) request.memo.set("paging", recent = new Map());
+  const key = `${request.tool}\0${args}`;
+  const known = recent?.get(key);
+  if (known !== undefined) return known;
   const stable: Record<string, unknown> = { ...answer };
   for (const volatile of request.volatile ?? []) delete stable[volatile];
-  const digest = await shortDigest(JSON.stringify(stable));
-  request.memo?.set(key, digest);
+  // WebCrypto for an answer that can be megabytes, where native code wins over sha256Sync.
+  const digest = (await sha256Digest(JSON.stringify(stable))).slice("sha256:".length, "sha256:".length + DIGEST_HEX);
+  recent?.set(key, digest);
+  if (recent && recent.size > RECENT_DIGESTS) recent.delete(recent.keys().next().value!);
   return digest;
 }
 
