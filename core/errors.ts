@@ -7,6 +7,7 @@ export type ErrorCode =
   | "tool_load_failed"
   | "catalog_mismatch"
   | "invalid_arguments"
+  | "invalid_cursor"
   | "unknown_tool"
   | "unknown_root"
   | "path_refused"

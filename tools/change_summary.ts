@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
 import type { SpawnResult } from "../core/spawn.ts";
 import { defineTool, type GateContext } from "../core/tool.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 /** The empty tree: what a repository without commits is compared to. */
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -90,7 +91,7 @@ export const tool = defineTool({
   name: "change_summary",
   title: "Change summary",
   description:
-    "Summarises the changes in a root's git working tree against HEAD (or a base ref such as main or a commit): modified, added, deleted, renamed and untracked files with insertions and deletions, totals, and for each changed JS/TS module how many modules depend on it (the blast radius, from the same graph as code_blast_radius). Answers: what am I about to ship, and what could it break?",
+    "Summarises the changes in a root's git working tree against HEAD (or a base ref such as main or a commit): modified, added, deleted, renamed and untracked files with insertions and deletions, totals, and for each changed JS/TS module how many modules depend on it (the blast radius, from the same graph as code_blast_radius). Answers: what am I about to ship, and what could it break? The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "gate",
   capabilities: { spawn: ["git"] },
   input: v.strictObject({
@@ -105,12 +106,9 @@ export const tool = defineTool({
       v.maxLength(256),
       v.description("Compare with this ref or commit instead of HEAD, e.g. main or origin/main."),
     )),
+    ...pageInput("rows"),
   }),
   output: v.object({
-    root: v.string(),
-    base: v.string(),
-    head: v.nullable(v.string()),
-    files: v.array(FileChange),
     totals: v.object({
       files: v.number(),
       modified: v.number(),
@@ -121,7 +119,12 @@ export const tool = defineTool({
       insertions: v.number(),
       deletions: v.number(),
     }),
-    truncated: v.boolean(),
+    ...pageOutput,
+    truncated: v.pipe(v.boolean(), v.description("git's output was cut at its size limit: files may be missing.")),
+    root: v.string(),
+    base: v.string(),
+    head: v.nullable(v.string()),
+    files: v.array(FileChange),
     blastRadius: v.nullable(v.object({
       modules: v.number(),
       dependents: v.array(v.string()),
@@ -217,11 +220,7 @@ export const tool = defineTool({
     const list = [...files.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
     const blast = args.blastRadius === false ? null : await blastRadius(ctx, root, list);
     const count = (status: FileChange["status"]) => list.filter((f) => f.status === status).length;
-    return {
-      root,
-      base: args.base ?? (headId ? "HEAD" : "(no commits)"),
-      head: headId,
-      files: list,
+    const answer = {
       totals: {
         files: list.length,
         modified: count("modified"),
@@ -233,7 +232,12 @@ export const tool = defineTool({
         deletions: list.reduce((n, f) => n + (f.deletions ?? 0), 0),
       },
       truncated: numstat.stdoutTruncated || names.stdoutTruncated || status.stdoutTruncated,
+      root,
+      base: args.base ?? (headId ? "HEAD" : "(no commits)"),
+      head: headId,
+      files: list,
       blastRadius: blast,
     };
+    return await paginate(answer, { tool: "change_summary", args, lists: ["files", "blastRadius.dependents"] });
   },
 });

@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 import type { Binding } from "./lib/module_summary.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 const Target = v.object({
   kind: v.picklist(["module", "asset", "external", "builtin", "unresolved"]),
@@ -41,7 +42,7 @@ export const tool = defineTool({
   name: "code_about",
   title: "About a module",
   description:
-    "Describes one JavaScript or TypeScript module of a root: its exports (name, kind, type-only or value, and for re-exports the specifier and module they come from, `export *` expanded), its imports (specifier, line, kind, type-only, the names bound, and where it resolves: a module of the root, an asset, an external or built-in package, or `unresolved` with why), the modules that import it, and the symbols it declares. Resolution follows tsconfig paths/baseUrl/extends/references, package.json exports/imports and workspaces, as TypeScript does. `importersLowerBound` is true when files that do not parse or imports that do not resolve could add importers; `unknownFrom` lists them.",
+    "Describes one JavaScript or TypeScript module of a root: its exports (name, kind, type-only or value, and for re-exports the specifier and module they come from, `export *` expanded), its imports (specifier, line, kind, type-only, the names bound, and where it resolves: a module of the root, an asset, an external or built-in package, or `unresolved` with why), the modules that import it, and the symbols it declares. Resolution follows tsconfig paths/baseUrl/extends/references, package.json exports/imports and workspaces, as TypeScript does. `importersLowerBound` is true when files that do not parse or imports that do not resolve could add importers; `unknownFrom` lists them. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     module: v.pipe(
@@ -50,8 +51,11 @@ export const tool = defineTool({
       v.description('Module path relative to the root, e.g. "src/app.ts" (the extension and `index` may be left out).'),
     ),
     root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    ...pageInput("rows"),
   }),
   output: v.object({
+    totals: v.object({ exports: v.number(), imports: v.number(), importedBy: v.number(), symbols: v.number() }),
+    ...pageOutput,
     root: v.string(),
     module: v.string(),
     language: v.string(),
@@ -138,8 +142,15 @@ export const tool = defineTool({
         imports: entry.imports.sort((a, b) => a.line - b.line),
       }));
     const unknownFrom = unknownsReaching(graph, [file], new Set([file, ...byImporter.keys()]));
+    const symbols = summary?.symbols ?? [];
 
-    return {
+    const answer = {
+      totals: {
+        exports: exports.length,
+        imports: imports.length,
+        importedBy: importedBy.length,
+        symbols: symbols.length,
+      },
       root,
       module: file,
       language: languageOf(file),
@@ -152,10 +163,15 @@ export const tool = defineTool({
       importedBy,
       importersLowerBound: unknownFrom.length > 0,
       unknownFrom,
-      symbols: [...(summary?.symbols ?? [])].sort((a, b) =>
-        a.line - b.line || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
-      ),
+      symbols: [...symbols].sort((a, b) => a.line - b.line || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
       warnings: [...graph.warnings],
     };
+    return await paginate(answer, {
+      tool: "code_about",
+      args,
+      lists: ["exports", "imports", "importedBy", "unknownFrom", "starExportsNotExpanded"],
+      later: ["symbols", "warnings"],
+      memo: graph.memo,
+    });
   },
 });

@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 import type { ImportEdge } from "./lib/module_graph.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 /**
  * Risk class `read`: lists and reads the files of one configured root through
@@ -20,7 +21,7 @@ export const tool = defineTool({
   name: "code_blast_radius",
   title: "Blast radius of a module",
   description:
-    "Lists every module of a root that imports a module, directly or through other modules: the direct importers (with the lines and specifiers that import it) and the transitive ones with their depth and one module they reach it through. `typeOnly` marks dependents that need the module for types only (every path to it goes through `import type` or type-only names), which a change to its runtime behaviour cannot break. When a file does not parse, an import does not resolve or a specifier is computed and that could add dependents, `lowerBound` is true and `unknownFrom` lists them: the answer is then a lower bound, never complete-looking. The graph is cached per root and refreshed by file size and mtime.",
+    "Lists every module of a root that imports a module, directly or through other modules: the direct importers (with the lines and specifiers that import it) and the transitive ones with their depth and one module they reach it through. `typeOnly` marks dependents that need the module for types only (every path to it goes through `import type` or type-only names), which a change to its runtime behaviour cannot break. When a file does not parse, an import does not resolve or a specifier is computed and that could add dependents, `lowerBound` is true and `unknownFrom` lists them: the answer is then a lower bound, never complete-looking. The graph is cached per root and refreshed by file size and mtime. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     module: v.pipe(
@@ -39,23 +40,9 @@ export const tool = defineTool({
       v.boolean(),
       v.description("Follow type-only imports too (default true); false keeps run-time dependents only."),
     )),
-    limit: v.optional(v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(1),
-      v.maxValue(100000),
-      v.description("Most transitive dependents to list (default 2000); totals always count all."),
-    )),
+    ...pageInput("dependents"),
   }),
   output: v.object({
-    root: v.string(),
-    module: v.string(),
-    direct: v.array(v.object({
-      path: v.string(),
-      typeOnly: v.boolean(),
-      imports: v.array(v.object({ line: v.number(), specifier: v.string(), kind: v.string(), typeOnly: v.boolean() })),
-    })),
-    transitive: v.array(v.object({ path: v.string(), depth: v.number(), typeOnly: v.boolean(), via: v.string() })),
     totals: v.object({
       direct: v.number(),
       transitive: v.number(),
@@ -64,8 +51,17 @@ export const tool = defineTool({
       typeOnly: v.number(),
       maxDepth: v.number(),
     }),
+    ...pageOutput,
     truncated: v.boolean(),
     lowerBound: v.boolean(),
+    root: v.string(),
+    module: v.string(),
+    direct: v.array(v.object({
+      path: v.string(),
+      typeOnly: v.boolean(),
+      imports: v.array(v.object({ line: v.number(), specifier: v.string(), kind: v.string(), typeOnly: v.boolean() })),
+    })),
+    transitive: v.array(v.object({ path: v.string(), depth: v.number(), typeOnly: v.boolean(), via: v.string() })),
     unknownFrom: v.array(v.object({
       path: v.string(),
       kind: v.string(),
@@ -84,7 +80,6 @@ export const tool = defineTool({
     const file = await fileArgument(ctx, graph, args.module, "module");
     const includeTypeOnly = args.includeTypeOnly ?? true;
     const maxDepth = args.maxDepth ?? Infinity;
-    const limit = args.limit ?? 2000;
 
     const runtime = dependentsOf(graph, file, { valueOnly: true, maxDepth });
     const all = includeTypeOnly ? dependentsOf(graph, file, { valueOnly: false, maxDepth }) : runtime;
@@ -98,7 +93,6 @@ export const tool = defineTool({
     // `all` is in order of depth, then path: the lists keep it.
     const direct: { path: string; typeOnly: boolean; imports: ImportView[] }[] = [];
     const transitive: { path: string; depth: number; typeOnly: boolean; via: string }[] = [];
-    let transitiveCount = 0;
     let deepest = 0;
     for (const [path, { depth, via }] of all) {
       deepest = depth;
@@ -109,28 +103,25 @@ export const tool = defineTool({
           return { line: record.line, specifier: record.specifier, kind: record.kind, typeOnly: record.typeOnly };
         }).sort((a, b) => a.line - b.line);
         direct.push({ path, typeOnly: !runtime.has(path), imports });
-      } else {
-        transitiveCount++;
-        if (transitive.length < limit) transitive.push({ path, depth, typeOnly: !runtime.has(path), via });
-      }
+      } else transitive.push({ path, depth, typeOnly: !runtime.has(path), via });
     }
     const reached = [file, ...all.keys()];
     const unknownFrom = unknownsReaching(graph, reached, new Set(reached));
-    return {
-      root,
-      module: file,
-      direct,
-      transitive,
+    const answer = {
       totals: {
         direct: direct.length,
-        transitive: transitiveCount,
+        transitive: transitive.length,
         dependents: all.size,
         runtime: runtime.size,
         typeOnly: all.size - runtime.size,
         maxDepth: deepest,
       },
-      truncated: transitive.length < transitiveCount,
+      truncated: false,
       lowerBound: unknownFrom.length > 0,
+      root,
+      module: file,
+      direct,
+      transitive,
       unknownFrom,
       graph: {
         modules: graph.modules.size,
@@ -139,5 +130,13 @@ export const tool = defineTool({
         ms: graph.build.ms,
       },
     };
+    const paged = await paginate(answer, {
+      tool: "code_blast_radius",
+      args,
+      lists: ["direct", "transitive", "unknownFrom"],
+      volatile: ["graph"],
+      memo: graph.memo,
+    });
+    return { ...paged, truncated: paged.nextCursor !== undefined };
   },
 });

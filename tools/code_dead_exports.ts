@@ -2,6 +2,7 @@
 // other module binds, as dead or undetermined (with why), entry points kept.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 /** Entry patterns used when the caller names none, as knip's defaults: index/main/cli, tests, config files. */
 const DEFAULT_ENTRY_PATTERNS: readonly string[] = Object.freeze([
@@ -29,7 +30,7 @@ export const tool = defineTool({
   name: "code_dead_exports",
   title: "Dead exports",
   description:
-    "Finds exported symbols of a root's JavaScript and TypeScript modules that no other module binds: not imported by name, not read from a namespace import (`ns.member`), not re-exported onward to a user. CommonJS is read as compilers emit it (`exports.a =`, `module.exports =`, `Object.defineProperty(exports, …)`, the re-export and interop helpers of TypeScript, babel, swc and esbuild). `dead` ones can be removed; `undetermined` ones might be used where the graph cannot see (a namespace or CommonJS module object that escapes, a CommonJS module object read as its default, a dynamic import with a computed specifier, an import that does not resolve, a file that does not parse), each with the reason. Entry points are not dead: what package.json `main`/`module`/`types`/`typesVersions`/`bin`/`exports` name (mapped from dist/ to sources) and the declaration files beside them, index/main/cli files, tests and config files, and the `entries` globs. Each finding has file, line, kind, whether it is type-only, and `usedInFile` when its own file mentions it again (then remove the `export`, not the declaration). The analysis covers the whole root; `path` narrows what is reported.",
+    "Finds exported symbols of a root's JavaScript and TypeScript modules that no other module binds: not imported by name, not read from a namespace import (`ns.member`), not re-exported onward to a user. CommonJS is read as compilers emit it (`exports.a =`, `module.exports =`, `Object.defineProperty(exports, …)`, the re-export and interop helpers of TypeScript, babel, swc and esbuild). `dead` ones can be removed; `undetermined` ones might be used where the graph cannot see (a namespace or CommonJS module object that escapes, a CommonJS module object read as its default, a dynamic import with a computed specifier, an import that does not resolve, a file that does not parse), each with the reason. Entry points are not dead: what package.json `main`/`module`/`types`/`typesVersions`/`bin`/`exports` name (mapped from dist/ to sources) and the declaration files beside them, index/main/cli files, tests and config files, and the `entries` globs. Each finding has file, line, kind, whether it is type-only, and `usedInFile` when its own file mentions it again (then remove the `export`, not the declaration). The analysis covers the whole root; `path` narrows what is reported. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
@@ -49,19 +50,9 @@ export const tool = defineTool({
     includeTypes: v.optional(
       v.pipe(v.boolean(), v.description("Report type-only exports (interfaces, types) too (default true).")),
     ),
-    limit: v.optional(v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(1),
-      v.maxValue(100000),
-      v.description("Most findings to return in each list (default 1000); totals count all."),
-    )),
+    ...pageInput("findings"),
   }),
   output: v.object({
-    root: v.string(),
-    path: v.string(),
-    dead: v.array(Finding),
-    undetermined: v.array(v.object({ ...Finding.entries, reason: v.string() })),
     totals: v.object({
       modules: v.number(),
       exports: v.number(),
@@ -69,7 +60,12 @@ export const tool = defineTool({
       dead: v.number(),
       undetermined: v.number(),
     }),
+    ...pageOutput,
     truncated: v.boolean(),
+    root: v.string(),
+    path: v.string(),
+    dead: v.array(Finding),
+    undetermined: v.array(v.object({ ...Finding.entries, reason: v.string() })),
     entryPoints: v.array(v.object({ file: v.string(), from: v.string() })),
     warnings: v.array(v.string()),
     graph: v.object({ modules: v.number(), cached: v.boolean(), parsed: v.number(), ms: v.number() }),
@@ -83,7 +79,6 @@ export const tool = defineTool({
     const graph = await moduleGraph(ctx, root);
     const scope = await dirArgument(ctx, graph, args.path, "path");
     const includeTypes = args.includeTypes ?? true;
-    const limit = args.limit ?? 1000;
     const patterns = [
       ...(args.defaultEntries ?? true
         ? DEFAULT_ENTRY_PATTERNS.map((glob) => ({ glob, from: `default pattern ${glob}` }))
@@ -106,11 +101,7 @@ export const tool = defineTool({
     const usedInScope = scope === "." ? usage.used : usage.usedIn.filter((file) => within(file, scope)).length;
     let modules = 0;
     for (const [file, module] of graph.modules) if (!module.outside && module.summary && within(file, scope)) modules++;
-    return {
-      root,
-      path: scope,
-      dead: dead.slice(0, limit).map(({ reason: _, ...f }) => f),
-      undetermined: undetermined.slice(0, limit).map((f) => ({ ...f, reason: f.reason ?? "" })),
+    const answer = {
       totals: {
         modules,
         exports: scope === "." ? usage.total : dead.length + undetermined.length + usedInScope,
@@ -118,7 +109,11 @@ export const tool = defineTool({
         dead: dead.length,
         undetermined: undetermined.length,
       },
-      truncated: dead.length > limit || undetermined.length > limit,
+      truncated: false,
+      root,
+      path: scope,
+      dead: dead.map(({ reason: _, ...f }) => f),
+      undetermined: undetermined.map((f) => ({ ...f, reason: f.reason ?? "" })),
       entryPoints: usage.entryPoints.filter((e) => within(e.file, scope)).map((e) => ({ ...e })),
       warnings: [...graph.warnings],
       graph: {
@@ -128,5 +123,14 @@ export const tool = defineTool({
         ms: graph.build.ms,
       },
     };
+    const paged = await paginate(answer, {
+      tool: "code_dead_exports",
+      args,
+      lists: ["dead", "undetermined"],
+      later: ["entryPoints", "warnings"],
+      volatile: ["graph"],
+      memo: graph.memo,
+    });
+    return { ...paged, truncated: paged.nextCursor !== undefined };
   },
 });

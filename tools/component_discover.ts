@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 import { problem, received, WardenError } from "../core/errors.ts";
 import { createDebtScanner, DEFAULT_TAGS, isScannable, looksBinary } from "./lib/debt_scanner.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
 const CONCURRENCY = 32;
@@ -19,7 +20,7 @@ export const tool = defineTool({
   name: "component_discover",
   title: "Discover a component",
   description:
-    "Describes what a root, or a directory of it, is made of: files and non-blank lines split into production and test code (tests, specs, fixtures, mocks), the languages by files and lines, the packages and workspaces it holds (package.json, deno.json, Cargo.toml, go.mod, pyproject.toml, with name, version, workspace membership and the entry points each names), the entry points, and counts of TODO/FIXME/HACK/XXX/STUB markers as tech_debt_check finds them. Honours .gitignore and skips node_modules.",
+    "Describes what a root, or a directory of it, is made of: files and non-blank lines split into production and test code (tests, specs, fixtures, mocks), the languages by files and lines, the packages and workspaces it holds (package.json, deno.json, Cargo.toml, go.mod, pyproject.toml, with name, version, workspace membership and the entry points each names), the entry points, and counts of TODO/FIXME/HACK/XXX/STUB markers as tech_debt_check finds them. Honours .gitignore and skips node_modules. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
@@ -33,12 +34,22 @@ export const tool = defineTool({
       v.maxValue(64 * 1024 * 1024),
       v.description(`Files larger than this are counted but not read (default ${DEFAULT_MAX_FILE_BYTES}).`),
     )),
+    ...pageInput("rows"),
   }),
   output: v.object({
-    root: v.string(),
-    path: v.string(),
     files: v.object({ total: v.number(), production: v.number(), test: v.number(), other: v.number() }),
     lines: v.object({ total: v.number(), production: v.number(), test: v.number() }),
+    debt: v.object({
+      total: v.number(),
+      production: v.number(),
+      test: v.number(),
+      byTag: v.record(v.string(), v.number()),
+      filesWithMarkers: v.number(),
+    }),
+    skipped: v.object({ binary: v.number(), tooLarge: v.number(), unreadable: v.number() }),
+    ...pageOutput,
+    root: v.string(),
+    path: v.string(),
     languages: v.array(v.object({
       language: v.string(),
       files: v.number(),
@@ -57,14 +68,6 @@ export const tool = defineTool({
     })),
     workspaces: v.array(v.string()),
     entryPoints: v.array(v.object({ file: v.string(), from: v.string() })),
-    debt: v.object({
-      total: v.number(),
-      production: v.number(),
-      test: v.number(),
-      byTag: v.record(v.string(), v.number()),
-      filesWithMarkers: v.number(),
-    }),
-    skipped: v.object({ binary: v.number(), tooLarge: v.number(), unreadable: v.number() }),
   }),
   handler: async (args, ctx) => {
     // The package and language code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
@@ -186,11 +189,13 @@ export const tool = defineTool({
     for (const file of localFiles) {
       if (CONVENTIONAL_ENTRY.test(file) && !entries.has(file)) entries.set(file, "convention");
     }
-    return {
-      root,
-      path: scope,
+    const answer = {
       files: totals.files,
       lines: totals.lines,
+      debt,
+      skipped,
+      root,
+      path: scope,
       languages: [...languages].map(([language, entry]) => ({ language, ...entry }))
         .sort((a, b) => b.lines - a.lines || (a.language < b.language ? -1 : 1)),
       packages: manifests.map((m) => ({
@@ -205,8 +210,11 @@ export const tool = defineTool({
       workspaces: workspacePatterns,
       entryPoints: [...entries].map(([file, from]) => ({ file: full(file), from }))
         .sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0)),
-      debt,
-      skipped,
     };
+    return await paginate(answer, {
+      tool: "component_discover",
+      args,
+      lists: ["languages", "packages", "entryPoints", "workspaces"],
+    });
   },
 });

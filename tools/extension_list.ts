@@ -2,6 +2,7 @@
 // whether it is pinned, what it may touch and how it runs.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 const Extension = v.object({
   id: v.string(),
@@ -32,21 +33,26 @@ export const tool = defineTool({
   name: "extension_list",
   title: "Installed extensions",
   description:
-    "Lists every plugin directory with its id, version, manifest and entry digests, signer principal and key fingerprint, status (verified, unsigned, bad-signature, unknown-signer, revoked, key-expired, wrong-namespace, entry-digest-mismatch, not-canonical, invalid-manifest, not-pinned, pin-mismatch, name-conflict) and why, whether it is pinned, risk class, declared capabilities, tools and the isolation it runs under. Sorted by id.",
+    "Lists every plugin directory with its id, version, manifest and entry digests, signer principal and key fingerprint, status (verified, unsigned, bad-signature, unknown-signer, revoked, key-expired, wrong-namespace, entry-digest-mismatch, not-canonical, invalid-manifest, not-pinned, pin-mismatch, name-conflict) and why, whether it is pinned, risk class, declared capabilities, tools and the isolation it runs under. Sorted by id; totals by status lead, and plugins beyond a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     status: v.optional(
       v.pipe(v.string(), v.description("Only plugins with this status, e.g. verified or not-pinned.")),
     ),
+    ...pageInput("plugins"),
   }),
   output: v.object({
-    extensions: v.array(Extension),
     totals: v.record(v.string(), v.number()),
+    ...pageOutput,
+    extensions: v.array(Extension),
   }),
-  handler: ({ status }, ctx) => {
-    const extensions = ctx.host.extensions.filter((record) => status === undefined || record.status === status);
+  handler: async (args, ctx) => {
+    const extensions = ctx.host.extensions.filter((record) =>
+      args.status === undefined || record.status === args.status
+    );
     const totals: Record<string, number> = {};
     for (const record of ctx.host.extensions) totals[record.status] = (totals[record.status] ?? 0) + 1;
-    return { extensions: extensions.map((record) => ({ ...record, tools: [...record.tools] })), totals };
+    const answer = { totals, extensions: extensions.map((record) => ({ ...record, tools: [...record.tools] })) };
+    return await paginate(answer, { tool: "extension_list", args, lists: ["extensions"] });
   },
 });

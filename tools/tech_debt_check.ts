@@ -4,6 +4,7 @@ import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 import { WardenError } from "../core/errors.ts";
 import { createDebtScanner, DEFAULT_TAGS, isScannable, looksBinary } from "./lib/debt_scanner.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 /** Files above this size are skipped (and counted) unless the caller raises it. */
 const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
@@ -26,7 +27,7 @@ export const tool = defineTool({
   name: "tech_debt_check",
   title: "Technical debt markers",
   description:
-    "Finds TODO, FIXME, HACK, XXX and STUB markers in a root's source files (comments, JSDoc, trailing comments, and code such as `throw new Error(\"not implemented\")`), honouring .gitignore and skipping node_modules. Returns each marker's file, line, column, tag and text, totals by tag, and how many files were skipped as binary or too large. Markers in strings and identifiers are not counted; prose files (Markdown, text) count anywhere.",
+    "Finds TODO, FIXME, HACK, XXX and STUB markers in a root's source files (comments, JSDoc, trailing comments, and code such as `throw new Error(\"not implemented\")`), honouring .gitignore and skipping node_modules. Returns each marker's file, line, column, tag and text, totals by tag, and how many files were skipped as binary or too large. A marker counts where people write tags: at the start of a comment's text (in prose files, Markdown and text, at the start of a line, list item or quote), or anywhere as `TODO:` / `FIXME(who)`; markers in strings, identifiers, commented-out code's strings and mid-sentence mentions are not counted. The answer leads with totals; findings beyond a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     root: v.optional(v.pipe(v.string(), v.description("Root id to scan (default: the first configured root)."))),
@@ -41,13 +42,7 @@ export const tool = defineTool({
       v.description(`Markers to look for (default: ${DEFAULT_TAGS.join(", ")}).`),
     )),
     caseSensitive: v.optional(v.pipe(v.boolean(), v.description("Match tags case-sensitively (default true)."))),
-    limit: v.optional(v.pipe(
-      v.number(),
-      v.integer(),
-      v.minValue(1),
-      v.maxValue(10000),
-      v.description("Most findings to return (default 500); totals always count every marker."),
-    )),
+    ...pageInput("findings"),
     maxFileBytes: v.optional(v.pipe(
       v.number(),
       v.integer(),
@@ -57,20 +52,20 @@ export const tool = defineTool({
     )),
   }),
   output: v.object({
-    root: v.string(),
-    path: v.string(),
-    findings: v.array(Finding),
     totals: v.record(v.string(), v.number()),
     totalFindings: v.number(),
+    ...pageOutput,
     truncated: v.boolean(),
     filesScanned: v.number(),
     filesWithFindings: v.number(),
     skipped: v.object({ binary: v.number(), tooLarge: v.number(), unreadable: v.number(), unknownType: v.number() }),
+    root: v.string(),
+    path: v.string(),
+    findings: v.array(Finding),
   }),
   handler: async (args, ctx) => {
     const root = args.root ?? ctx.fs.rootIds[0];
     const base = args.path ?? ".";
-    const limit = args.limit ?? 500;
     const maxFileBytes = args.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     const scanner = createDebtScanner({ tags: args.tags, caseSensitive: args.caseSensitive });
     const tags = args.tags ?? DEFAULT_TAGS;
@@ -120,19 +115,21 @@ export const tool = defineTool({
       for (const finding of entry.findings) {
         totalFindings++;
         totals[finding.tag] = (totals[finding.tag] ?? 0) + 1;
-        if (findings.length < limit) findings.push({ file: entry.file, ...finding });
+        findings.push({ file: entry.file, ...finding });
       }
     }
-    return {
-      root,
-      path: info.path,
-      findings,
+    const answer = {
       totals,
       totalFindings,
-      truncated: totalFindings > findings.length,
+      truncated: false,
       filesScanned,
       filesWithFindings,
       skipped,
+      root,
+      path: info.path,
+      findings,
     };
+    const paged = await paginate(answer, { tool: "tech_debt_check", args, lists: ["findings"] });
+    return { ...paged, truncated: paged.nextCursor !== undefined };
   },
 });

@@ -482,7 +482,7 @@ for (const tree of trees) {
           ["code_blast_radius", { module: "src/index.ts", limit: 100000 }],
         ]),
       );
-      // Timed at the default limit (1,000 findings), as an agent calls it; the full lists come last, for the comparison.
+      // Timed at the default page (about 16 KB), as an agent calls it; the full lists come last, for the comparison.
       deadByRuntime.get(runtime).push(
         await wardenSession(runtime, tree.dir, [
           ["code_dead_exports", {}],
