@@ -106,7 +106,7 @@ describe(`cli (${runtimeName})`, () => {
     const echo = await runWarden(["call", "fixture_echo", "--help"], { env });
     assert.match(echo.stdout, /^ {2}text: string, required$/m);
     const debt = await runWarden(["call", "tech_debt_check", "-h"]);
-    assert.match(debt.stdout, /^ {2}limit: integer 1\.\.10000, optional\n {6}Most findings to return/m);
+    assert.match(debt.stdout, /^ {2}limit: integer 1\.\.100000, optional\n {6}Most findings of each list on one page/m);
     const none = await runWarden(["call", "host_context", "--help"]);
     assert.match(none.stdout, /\n\nIt takes no arguments\.\n$/);
     const usage = await runWarden(["call", "--help"]);
