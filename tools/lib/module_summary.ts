@@ -25,7 +25,8 @@ export type ImportKind =
   | "dynamic" //         import("x")
   | "require" //         require("x")
   | "import-equals" //   import x = require("x")
-  | "import-type"; //    type T = import("x").T
+  | "import-type" //     type T = import("x").T
+  | "augmentation"; //   declare module "x" { … } in a module
 
 /** One name an import takes from the module it names. */
 export interface Binding {
@@ -109,7 +110,19 @@ export interface ModuleSummary {
   readonly words?: readonly string[];
   /** Whether the file assigns `module.exports` or `exports.x`. */
   readonly commonjs: boolean;
+  /** `declare module "x" { … }` blocks of a module: the index of their import record, and the names they add to x. */
+  readonly augmentations?: readonly Augmentation[];
 }
+
+/** What a `declare module "x" { … }` in a module adds to x. */
+export interface Augmentation {
+  /** The index of the block's `augmentation` record in the summary's imports. */
+  readonly index: number;
+  readonly exports: readonly ExportRecord[];
+}
+
+/** A declaration file: nothing in it runs, so none of its imports is a run-time edge. */
+const DECLARATION_FILE = /\.d\.[mc]?ts$/i;
 
 /** File extensions the graph parses as modules. */
 export const MODULE_EXTENSIONS: readonly string[] = Object.freeze([
@@ -160,17 +173,26 @@ export function summarizeModule(
     const read = { uses: outline.uses, of: watch ?? new Set<string>(), imports: outline.imports };
     const wholeTree = () => parse(ts, file, text, kind);
     // The top-level statements, read from the outline's tokens; parsed when the reader is not sure of them.
+    // A namespace or `declare module "x"` body, which the outline drops, is read from the whole tree.
     const fromTokens = topLevelOfOutline(ts, text, outline.tokens, lineAt);
-    if (fromTokens !== undefined) return summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read);
-    const sf = parse(ts, file, outline.text, kind);
-    if (diagnosticsOf(sf).length === 0) {
+    if (fromTokens !== undefined && !fromTokens.bodies) {
+      return declarationFile(file, summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read));
+    }
+    const sf = fromTokens === undefined ? parse(ts, file, outline.text, kind) : undefined;
+    if (sf !== undefined && diagnosticsOf(sf).length === 0) {
       const top = topLevelOfTree(ts, text, sf, outline.at, lineAt);
-      return summarize(ts, text, kind, top, lineAt, wholeTree, read);
+      if (!top.bodies) return declarationFile(file, summarize(ts, text, kind, top, lineAt, wholeTree, read));
     }
   }
   const sf = parse(ts, file, text, kind);
-  const top = topLevelOfTree(ts, text, sf, (position) => position, lineAt);
-  return summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf));
+  const top = topLevelOfTree(ts, text, sf, (position) => position, lineAt, true);
+  return declarationFile(file, summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf)));
+}
+
+/** A declaration file's summary: its imports are all type-only (see DECLARATION_FILE). */
+function declarationFile(file: string, summary: ModuleSummary): ModuleSummary {
+  if (!DECLARATION_FILE.test(file) || summary.imports.every((record) => record.typeOnly)) return summary;
+  return { ...summary, imports: summary.imports.map((record) => ({ ...record, typeOnly: true })) };
 }
 
 /** Text that may call import() or require(), comments between the word and `(` included. */
@@ -414,6 +436,7 @@ function summarize(
     symbols,
     computed,
     commonjs: top.commonjs,
+    ...(top.augmentations.length > 0 ? { augmentations: top.augmentations } : {}),
   };
   if (diagnostics.length > 0) {
     const first = diagnostics[0];

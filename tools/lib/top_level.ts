@@ -38,24 +38,39 @@ export class TopLevel {
   /** Where import declarations (`import …`, `import x = …`) lie in the text, leading trivia included. */
   readonly importRanges: [number, number][] = [];
   commonjs = false;
+  /** Whether a top-level statement imports or exports: the file is a module (TypeScript's `isExternalModule`). */
+  moduleSyntax = false;
+  /** Whether `export { … }`, `export … from`, `export =` or `export default <expression>` occur at the top level. */
+  exportStatements = false;
+  /**
+   * Whether a namespace or `declare module "x"` has a body, which an outline drops: what it declares (whether a
+   * namespace has values, what an augmentation adds) is read from the whole tree.
+   */
+  bodies = false;
+  /** `declare module "x" { … }` in a module: the import record of "x", and the names the block adds to it. */
+  readonly augmentations: { index: number; exports: ExportRecord[] }[] = [];
   // Overloads and merged declarations: one symbol per name and kind, and one export.
   readonly #symbolKeys = new Set<string>();
   readonly #exportedDeclarations = new Set<string>();
 
-  /** `import … from "x"`; `bindings` undefined for `import "x"`. */
-  importFrom(specifier: string, line: number, bindings: PendingBinding[] | undefined): void {
+  /** `import … from "x"`; `bindings` undefined for `import "x"`; `typeOnly` for `import type`. */
+  importFrom(specifier: string, line: number, bindings: PendingBinding[] | undefined, typeOnly = false): void {
+    this.moduleSyntax = true;
     this.imports.push({
       specifier,
       line,
-      kind: bindings === undefined || bindings.length === 0 ? "side-effect" : "static",
-      // `import {} from "x"` still runs x; a type-only import needs every binding type-only.
-      typeOnly: bindings !== undefined && bindings.length > 0 && bindings.every((b) => b.typeOnly),
+      kind: typeOnly ? "static" : bindings === undefined || bindings.length === 0 ? "side-effect" : "static",
+      // The run-time edge rule (README, "Checked against the compiler"): what isolated-module emit drops whatever the
+      // uses are is type-only: `import type`, even of nothing, and an import whose every name is marked `type`.
+      // `import {} from "x"` is kept, as verbatimModuleSyntax keeps it.
+      typeOnly: typeOnly || (bindings !== undefined && bindings.length > 0 && bindings.every((b) => b.typeOnly)),
       bindings: bindings ?? [],
     });
   }
 
   /** `import name = require("x")` (with its specifier) or `import name = A.B`. */
   importEquals(name: string, specifier: string | undefined, typeOnly: boolean, exported: boolean, line: number) {
+    if (specifier !== undefined || exported) this.moduleSyntax = true;
     if (specifier !== undefined) {
       this.imports.push({
         specifier,
@@ -74,6 +89,7 @@ export class TopLevel {
 
   /** `export * from "x"` (`what` "*"), `export * as ns from "x"` (`what` the name), `export { a } from "x"`. */
   reExport(specifier: string, line: number, typeOnly: boolean, what: string | readonly ExportElement[]): void {
+    this.moduleSyntax = this.exportStatements = true;
     const from = this.imports.length;
     const bindings: PendingBinding[] = [];
     if (typeof what === "string") {
@@ -97,13 +113,14 @@ export class TopLevel {
       specifier,
       line,
       kind: "re-export",
-      typeOnly: bindings.length > 0 && bindings.every((b) => b.typeOnly),
+      typeOnly: typeOnly || (bindings.length > 0 && bindings.every((b) => b.typeOnly)),
       bindings,
     });
   }
 
   /** `export { a, b as c }`. */
   exportLocals(typeOnly: boolean, elements: readonly ExportElement[]): void {
+    this.moduleSyntax = this.exportStatements = true;
     for (const element of elements) {
       this.exports.push({
         name: element.name,
@@ -117,6 +134,7 @@ export class TopLevel {
 
   /** `export default <expression>` and `export = <expression>`; `local` when the expression is a name. */
   exportAssignment(exportEquals: boolean, local: string | undefined, line: number): void {
+    this.moduleSyntax = this.exportStatements = true;
     const name = exportEquals ? "export=" : "default";
     this.exports.push({ name, kind: "value", typeOnly: false, line, ...(local ? { local } : {}) });
   }
@@ -131,6 +149,7 @@ export class TopLevel {
     typeOnly: boolean,
   ): void {
     const name = given || undefined;
+    if (exported) this.moduleSyntax = true;
     if (given === "" && !isDefault) return;
     if (name !== undefined) this.#declare(name, kind, line, exported, typeOnly);
     if (exported) {
@@ -152,8 +171,8 @@ export class TopLevel {
 }
 
 /**
- * The top-level statements of `sf`, a tree of `text` or of its outline; `at` takes positions in the tree to positions
- * in `text`, `lineAt` positions in `text` to lines.
+ * The top-level statements of `sf`, a tree of `text` (`whole`) or of its outline; `at` takes positions in the tree to
+ * positions in `text`, `lineAt` positions in `text` to lines.
  */
 export function topLevelOfTree(
   ts: TsApi,
@@ -161,6 +180,7 @@ export function topLevelOfTree(
   sf: TS.SourceFile,
   at: (position: number) => number,
   lineAt: (position: number) => number,
+  whole = false,
 ): TopLevel {
   const SK = ts.SyntaxKind;
   const top = new TopLevel();
@@ -181,6 +201,8 @@ export function topLevelOfTree(
     return out;
   };
 
+  /** `declare module "x" { … }` blocks, read once the file is known to be a module or a script. */
+  const ambient: [TS.ModuleDeclaration, number][] = [];
   for (const statement of sf.statements) {
     const line = lineOf(statement);
     if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
@@ -209,7 +231,7 @@ export function topLevelOfTree(
           });
         }
       }
-      top.importFrom(specifier, line, bindings);
+      top.importFrom(specifier, line, bindings, declTypeOnly);
       continue;
     }
     if (ts.isImportEqualsDeclaration(statement)) {
@@ -250,10 +272,15 @@ export function topLevelOfTree(
     else if (ts.isTypeAliasDeclaration(statement)) record(statement.name.text, "type", true);
     else if (ts.isEnumDeclaration(statement)) record(statement.name.text, "enum", false);
     else if (ts.isModuleDeclaration(statement)) {
-      // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
-      if (ts.isIdentifier(statement.name) && !(statement.flags & ts.NodeFlags.GlobalAugmentation)) {
-        record(statement.name.text, "namespace", false);
-      }
+      // `declare global {}` declares nothing here; `declare module "x" {}` adds to another module (read below). An
+      // outline has dropped their bodies: read from it, a namespace is a value, as the token reader says, and `bodies`
+      // sends the module to the whole tree.
+      const global = (statement.flags & ts.NodeFlags.GlobalAugmentation) !== 0;
+      if (statement.body && !global) top.bodies = true;
+      if (ts.isIdentifier(statement.name) && !global) {
+        // A namespace of types only has no value, as TypeScript binds it (getModuleInstanceState).
+        record(statement.name.text, "namespace", whole && !instantiated(ts, statement));
+      } else if (ts.isStringLiteral(statement.name) && whole) ambient.push([statement, line]);
     } else if (ts.isVariableStatement(statement)) {
       for (const declaration of statement.declarationList.declarations) {
         for (const name of bindingNames(declaration.name)) record(name, "variable", false);
@@ -262,7 +289,131 @@ export function topLevelOfTree(
       top.commonjs = commonJsExports(ts, statement.expression, line, top.exports) || top.commonjs;
     }
   }
+  for (const [block, line] of ambient) ambientModule(ts, top, block, line, lineOf, literalText);
   return top;
+}
+
+/**
+ * `declare module "x" { … }`: the imports inside (type-only: nothing ambient is emitted) and, in a module, where it
+ * augments "x", a type-only import of "x" with the names the block adds to it: those it exports, or all it declares when
+ * it has no `export { … }` or `export =` (TypeScript's export context).
+ */
+function ambientModule(
+  ts: TsApi,
+  top: TopLevel,
+  block: TS.ModuleDeclaration,
+  line: number,
+  lineOf: (node: TS.Node) => number,
+  literalText: (node: TS.Node | undefined) => string | undefined,
+): void {
+  const statements = block.body && ts.isModuleBlock(block.body) ? block.body.statements : [];
+  for (const statement of statements) {
+    const specifier = ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)
+      ? literalText(statement.moduleSpecifier)
+      : ts.isImportEqualsDeclaration(statement) && ts.isExternalModuleReference(statement.moduleReference)
+      ? literalText(statement.moduleReference.expression)
+      : undefined;
+    if (specifier === undefined) continue;
+    const bindings: PendingBinding[] = [];
+    if (ts.isImportEqualsDeclaration(statement)) {
+      bindings.push({ imported: "*", local: statement.name.text, typeOnly: true });
+    } else if (ts.isImportDeclaration(statement) && statement.importClause) {
+      const clause = statement.importClause;
+      if (clause.name) bindings.push({ imported: "default", local: clause.name.text, typeOnly: true });
+      const named = clause.namedBindings;
+      if (named && ts.isNamespaceImport(named)) {
+        bindings.push({ imported: "*", local: named.name.text, typeOnly: true });
+      } else if (named) {
+        for (const element of named.elements) {
+          const imported = element.propertyName ?? element.name;
+          bindings.push({
+            imported: ts.isIdentifier(imported) || ts.isStringLiteral(imported) ? imported.text : element.name.text,
+            local: element.name.text,
+            typeOnly: true,
+          });
+        }
+      }
+    }
+    const kind = ts.isExportDeclaration(statement)
+      ? "re-export"
+      : ts.isImportEqualsDeclaration(statement)
+      ? "import-equals"
+      : bindings.length === 0
+      ? "side-effect"
+      : "static";
+    top.imports.push({ specifier, line: lineOf(statement), kind, typeOnly: true, bindings });
+  }
+  if (!top.moduleSyntax) return;
+  const everything = !statements.some((s) => ts.isExportDeclaration(s) || ts.isExportAssignment(s));
+  const exports: ExportRecord[] = [];
+  const seen = new Set<string>();
+  for (const statement of statements) {
+    const exported = everything ||
+      (ts.canHaveModifiers(statement) &&
+        (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword));
+    if (!exported) continue;
+    for (const [name, kind, typeOnly] of declared(ts, statement)) {
+      if (seen.has(`${kind} ${name}`)) continue;
+      seen.add(`${kind} ${name}`);
+      exports.push({ name, kind, typeOnly, line: lineOf(statement) });
+    }
+  }
+  top.augmentations.push({ index: top.imports.length, exports });
+  top.imports.push({ specifier: block.name.text, line, kind: "augmentation", typeOnly: true, bindings: [] });
+}
+
+/** The names a declaration statement declares, with their kind and whether they are types only. */
+function declared(ts: TsApi, statement: TS.Statement): [string, SymbolKind, boolean][] {
+  if (ts.isFunctionDeclaration(statement) && statement.name) return [[statement.name.text, "function", false]];
+  if (ts.isClassDeclaration(statement) && statement.name) return [[statement.name.text, "class", false]];
+  if (ts.isInterfaceDeclaration(statement)) return [[statement.name.text, "interface", true]];
+  if (ts.isTypeAliasDeclaration(statement)) return [[statement.name.text, "type", true]];
+  if (ts.isEnumDeclaration(statement)) return [[statement.name.text, "enum", false]];
+  if (ts.isModuleDeclaration(statement) && ts.isIdentifier(statement.name)) {
+    return [[statement.name.text, "namespace", !instantiated(ts, statement)]];
+  }
+  if (ts.isVariableStatement(statement)) {
+    return statement.declarationList.declarations.filter((d) => ts.isIdentifier(d.name)).map((
+      d,
+    ) => [(d.name as TS.Identifier).text, "variable", false]);
+  }
+  return [];
+}
+
+/**
+ * Whether a namespace has a value at run time, as TypeScript's binder decides (getModuleInstanceState): not when its
+ * body holds only interfaces, type aliases, imports that are not exported, `export { … }` of such names, and namespaces
+ * of the same kind; a const enum counts as a value, as it does for the binder.
+ */
+function instantiated(ts: TsApi, declaration: TS.ModuleDeclaration): boolean {
+  const body = declaration.body;
+  if (!body) return true;
+  if (ts.isModuleDeclaration(body)) return instantiated(ts, body);
+  if (!ts.isModuleBlock(body)) return true;
+  const typesOnly = new Set<string>();
+  for (const statement of body.statements) {
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
+      typesOnly.add(statement.name.text);
+    } else if (ts.isModuleDeclaration(statement) && ts.isIdentifier(statement.name) && !instantiated(ts, statement)) {
+      typesOnly.add(statement.name.text);
+    }
+  }
+  return body.statements.some((statement) => {
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) return false;
+    if (ts.isModuleDeclaration(statement)) return instantiated(ts, statement);
+    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
+      return (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+    }
+    if (ts.isExportDeclaration(statement) && !statement.moduleSpecifier && statement.exportClause) {
+      const clause = statement.exportClause;
+      return !ts.isNamedExports(clause) ||
+        clause.elements.some((e) => {
+          const name = e.propertyName ?? e.name;
+          return !ts.isIdentifier(name) || !typesOnly.has(name.text);
+        });
+    }
+    return true;
+  });
 }
 
 /** `module.exports = …`, `exports.a = …`: records the names exported; whether the statement is one of these. */
@@ -1050,7 +1201,7 @@ function readStatements(
     i++;
     const from = specifier();
     if (from === undefined || !endStatement()) return false;
-    top.importFrom(from, line, bindings);
+    top.importFrom(from, line, bindings, typeOnly);
     return true;
   };
 
@@ -1209,6 +1360,8 @@ function readStatements(
         } else if (kind() === SK.StringLiteral && kinds[i - 1] === SK.ModuleKeyword) i++;
         else return false;
         if (kind() === SK.OpenBraceToken) {
+          // What the body declares (a namespace's values, an augmentation's names) is read from the whole tree.
+          if (!global) top.bodies = true;
           if (!skipGroup()) return false;
         } else if (name !== undefined || global || !endStatement()) return false; // `declare module "x";`
         // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
