@@ -349,6 +349,18 @@ fixtureSuite("code intelligence, type-only exports", "type_only_exports", (get) 
       ["default", true, 7],
     ]);
   });
+
+  it("reads a declaration file as TypeScript does: no run-time imports, every declaration exported without `export {}`", async () => {
+    const open = await about(get(), "src/ambient.d.ts");
+    assert.deepEqual(open.imports.map((i) => [i.specifier, i.typeOnly]), [["./ns", true]]);
+    assert.deepEqual(open.exports.map((e) => [e.name, e.kind, e.typeOnly]), [
+      ["hidden", "variable", false],
+      ["Local", "interface", true],
+      ["shown", "variable", false],
+    ]);
+    const closed = await about(get(), "src/closed.d.ts");
+    assert.deepEqual(closed.exports.map((e) => e.name), ["renamed"]);
+  });
 });
 
 fixtureSuite("code intelligence, module augmentation", "augmentation", (get) => {

@@ -176,23 +176,42 @@ export function summarizeModule(
     // A namespace or `declare module "x"` body, which the outline drops, is read from the whole tree.
     const fromTokens = topLevelOfOutline(ts, text, outline.tokens, lineAt);
     if (fromTokens !== undefined && !fromTokens.bodies) {
-      return declarationFile(file, summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read));
+      return declarationFile(file, fromTokens, summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read));
     }
     const sf = fromTokens === undefined ? parse(ts, file, outline.text, kind) : undefined;
     if (sf !== undefined && diagnosticsOf(sf).length === 0) {
       const top = topLevelOfTree(ts, text, sf, outline.at, lineAt);
-      if (!top.bodies) return declarationFile(file, summarize(ts, text, kind, top, lineAt, wholeTree, read));
+      if (!top.bodies) return declarationFile(file, top, summarize(ts, text, kind, top, lineAt, wholeTree, read));
     }
   }
   const sf = parse(ts, file, text, kind);
   const top = topLevelOfTree(ts, text, sf, (position) => position, lineAt, true);
-  return declarationFile(file, summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf)));
+  return declarationFile(file, top, summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf)));
 }
 
-/** A declaration file's summary: its imports are all type-only (see DECLARATION_FILE). */
-function declarationFile(file: string, summary: ModuleSummary): ModuleSummary {
-  if (!DECLARATION_FILE.test(file) || summary.imports.every((record) => record.typeOnly)) return summary;
-  return { ...summary, imports: summary.imports.map((record) => ({ ...record, typeOnly: true })) };
+/**
+ * A declaration file's summary: its imports are all type-only (see DECLARATION_FILE), and a module with no
+ * `export { … }`, `export … from`, `export =` or `export default <expression>` exports every declaration it makes, as
+ * TypeScript reads it (the export context of an ambient module).
+ */
+function declarationFile(file: string, top: TopLevel, summary: ModuleSummary): ModuleSummary {
+  if (!DECLARATION_FILE.test(file)) return summary;
+  const everything = top.moduleSyntax && !top.exportStatements;
+  const added: ExportRecord[] = [];
+  if (everything) {
+    const exported = new Set(summary.exports.map((record) => `${record.kind} ${record.name}`));
+    for (const symbol of summary.symbols) {
+      // `import x = N.M` declares an alias, which the export context leaves alone.
+      if (symbol.exported || exported.has(`${symbol.kind} ${symbol.name}`) || top.aliases.has(symbol.name)) continue;
+      added.push({ name: symbol.name, kind: symbol.kind, typeOnly: symbol.typeOnly, line: symbol.line });
+    }
+  }
+  if (added.length === 0 && summary.imports.every((record) => record.typeOnly)) return summary;
+  return {
+    ...summary,
+    imports: summary.imports.map((record) => (record.typeOnly ? record : { ...record, typeOnly: true })),
+    exports: added.length === 0 ? summary.exports : [...summary.exports, ...added].sort((a, b) => a.line - b.line),
+  };
 }
 
 /** Text that may call import() or require(), comments between the word and `(` included. */

@@ -47,6 +47,8 @@ export class TopLevel {
    * namespace has values, what an augmentation adds) is read from the whole tree.
    */
   bodies = false;
+  /** Names `import x = …` declares. */
+  readonly aliases = new Set<string>();
   /** `declare module "x" { … }` in a module: the import record of "x", and the names the block adds to it. */
   readonly augmentations: { index: number; exports: ExportRecord[] }[] = [];
   // Overloads and merged declarations: one symbol per name and kind, and one export.
@@ -71,6 +73,7 @@ export class TopLevel {
   /** `import name = require("x")` (with its specifier) or `import name = A.B`. */
   importEquals(name: string, specifier: string | undefined, typeOnly: boolean, exported: boolean, line: number) {
     if (specifier !== undefined || exported) this.moduleSyntax = true;
+    this.aliases.add(name);
     if (specifier !== undefined) {
       this.imports.push({
         specifier,
