@@ -62,9 +62,9 @@ export class TopLevel {
       specifier,
       line,
       kind: typeOnly ? "static" : bindings === undefined || bindings.length === 0 ? "side-effect" : "static",
-      // The run-time edge rule (README, "Checked against the compiler"): what isolated-module emit drops whatever the
-      // uses are is type-only: `import type`, even of nothing, and an import whose every name is marked `type`.
-      // `import {} from "x"` is kept, as verbatimModuleSyntax keeps it.
+      // The run-time edge rule (README, "The code graph, checked against the compiler"): what isolated-module emit
+      // drops whatever the uses are is type-only: `import type`, even of nothing, and an import whose every name is
+      // marked `type`. `import {} from "x"` is kept, as verbatimModuleSyntax keeps it.
       typeOnly: typeOnly || (bindings !== undefined && bindings.length > 0 && bindings.every((b) => b.typeOnly)),
       bindings: bindings ?? [],
     });
