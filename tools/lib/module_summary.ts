@@ -173,7 +173,7 @@ export function summarizeModule(
     const read = { uses: outline.uses, of: watch ?? new Set<string>(), imports: outline.imports };
     const wholeTree = () => parse(ts, file, text, kind);
     // The top-level statements, read from the outline's tokens; parsed when the reader is not sure of them.
-    // A namespace or `declare module "x"` body, which the outline drops, is read from the whole tree.
+    // A `declare module "x"` body, which the outline drops, is read from the whole tree.
     const fromTokens = topLevelOfOutline(ts, text, outline.tokens, lineAt);
     if (fromTokens !== undefined && !fromTokens.bodies) {
       return declarationFile(file, fromTokens, summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read));

@@ -42,10 +42,7 @@ export class TopLevel {
   moduleSyntax = false;
   /** Whether `export { … }`, `export … from`, `export =` or `export default <expression>` occur at the top level. */
   exportStatements = false;
-  /**
-   * Whether a namespace or `declare module "x"` has a body, which an outline drops: what it declares (whether a
-   * namespace has values, what an augmentation adds) is read from the whole tree.
-   */
+  /** Whether a `declare module "x" { … }` has a body, which an outline drops: what it adds is read from the whole tree. */
   bodies = false;
   /** Names `import x = …` declares. */
   readonly aliases = new Set<string>();
@@ -275,15 +272,20 @@ export function topLevelOfTree(
     else if (ts.isTypeAliasDeclaration(statement)) record(statement.name.text, "type", true);
     else if (ts.isEnumDeclaration(statement)) record(statement.name.text, "enum", false);
     else if (ts.isModuleDeclaration(statement)) {
-      // `declare global {}` declares nothing here; `declare module "x" {}` adds to another module (read below). An
-      // outline has dropped their bodies: read from it, a namespace is a value, as the token reader says, and `bodies`
-      // sends the module to the whole tree.
+      // `declare global {}` declares nothing here; `declare module "x" {}` adds to another module (read below, from the
+      // whole tree: on an outline, which has dropped the block, `bodies` sends the module there).
       const global = (statement.flags & ts.NodeFlags.GlobalAugmentation) !== 0;
-      if (statement.body && !global) top.bodies = true;
       if (ts.isIdentifier(statement.name) && !global) {
-        // A namespace of types only has no value, as TypeScript binds it (getModuleInstanceState).
-        record(statement.name.text, "namespace", whole && !instantiated(ts, statement));
-      } else if (ts.isStringLiteral(statement.name) && whole) ambient.push([statement, line]);
+        // A namespace of types only has no value, as TypeScript binds it (getModuleInstanceState). An outline has
+        // dropped its body: that is read from the statement's text, as the token reader does.
+        const value = whole
+          ? instantiated(ts, statement)
+          : namespaceInstantiated(ts, text.slice(at(statement.getStart(sf)), at(statement.end)));
+        record(statement.name.text, "namespace", !value);
+      } else if (ts.isStringLiteral(statement.name) && statement.body) {
+        if (whole) ambient.push([statement, line]);
+        else top.bodies = true;
+      }
     } else if (ts.isVariableStatement(statement)) {
       for (const declaration of statement.declarationList.declarations) {
         for (const name of bindingNames(declaration.name)) record(name, "variable", false);
@@ -381,6 +383,19 @@ function declared(ts: TsApi, statement: TS.Statement): [string, SymbolKind, bool
     ) => [(d.name as TS.Identifier).text, "variable", false]);
   }
   return [];
+}
+
+/** Whether the namespace `statement` (the text of one statement) declares has a value at run time (see instantiated). */
+function namespaceInstantiated(ts: TsApi, statement: string): boolean {
+  const sf = ts.createSourceFile(
+    "namespace.ts",
+    statement,
+    { languageVersion: ts.ScriptTarget.Latest, jsDocParsingMode: ts.JSDocParsingMode.ParseNone },
+    false,
+    ts.ScriptKind.TS,
+  );
+  const declaration = sf.statements[0];
+  return declaration === undefined || !ts.isModuleDeclaration(declaration) || instantiated(ts, declaration);
 }
 
 /**
@@ -1363,12 +1378,14 @@ function readStatements(
         } else if (kind() === SK.StringLiteral && kinds[i - 1] === SK.ModuleKeyword) i++;
         else return false;
         if (kind() === SK.OpenBraceToken) {
-          // What the body declares (a namespace's values, an augmentation's names) is read from the whole tree.
-          if (!global) top.bodies = true;
+          // What an augmentation adds is read from the whole tree.
+          if (!global && name === undefined) top.bodies = true;
           if (!skipGroup()) return false;
         } else if (name !== undefined || global || !endStatement()) return false; // `declare module "x";`
         // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
-        if (name !== undefined) record(name, "namespace", false);
+        if (name !== undefined) {
+          record(name, "namespace", !namespaceInstantiated(ts, text.slice(starts[statementFirst], ends[i - 1])));
+        }
         return true;
       }
       case SK.LetKeyword: {
@@ -1531,8 +1548,11 @@ function readStatements(
     return undefined;
   };
 
+  /** The first token of the top-level statement being read. */
+  let statementFirst = 0;
   while (i < count) {
     const first = i;
+    statementFirst = first;
     const line = lineOf(i);
     const k = kind();
     if (k === SK.ImportKeyword && statementOnly()) {
