@@ -29,6 +29,8 @@ interface About {
     line: number;
     from?: { specifier: string; name: string; target: Target };
     viaStar?: boolean;
+    kinds?: string[];
+    augmentedBy?: string;
   }[];
   starExportsNotExpanded: { specifier: string; line: number; target: Target }[];
   imports: { specifier: string; line: number; kind: string; typeOnly: boolean; names: string[]; target: Target }[];
@@ -261,6 +263,130 @@ fixtureSuite("code intelligence, export * and export * as ns", "star_exports", (
     const r = await radius(get(), "src/shapes.ts");
     assert.deepEqual(r.direct.map((d) => d.path), ["src/index.ts"]);
     assert.deepEqual(r.transitive.map((t) => [t.path, t.depth, t.via]), [["src/consumer.ts", 2, "src/index.ts"]]);
+  });
+});
+
+fixtureSuite("code intelligence, merged declarations", "merged_exports", (get) => {
+  it("lists one export per name, its kinds the union of its declarations: a value when one is", async () => {
+    const rows = (a: About) => a.exports.map((e) => [e.name, e.kind, e.kinds, e.typeOnly, e.line, !!e.viaStar]);
+    assert.deepEqual(rows(await about(get(), "src/m.ts")), [
+      ["Z", "variable", ["interface", "variable"], false, 1, false],
+      ["Y", "function", ["type", "function"], false, 3, false],
+      ["OnlyType", "interface", undefined, true, 5, false],
+    ]);
+    // Through `export *` the value is still a value (it was the interface, the first declaration, before).
+    assert.deepEqual(rows(await about(get(), "src/index.ts")), [
+      ["OnlyType", "interface", undefined, true, 1, true],
+      ["Y", "function", ["type", "function"], false, 1, true],
+      ["Z", "variable", ["interface", "variable"], false, 1, true],
+    ]);
+  });
+});
+
+fixtureSuite("code intelligence, run-time edges", "runtime_edges", (get) => {
+  it("reads an import's run-time edge from its form, as isolated-module emit does", async () => {
+    const rows = async (module: string) =>
+      (await about(get(), module)).imports.map((i) => [i.line, i.specifier, i.kind, i.typeOnly]);
+    assert.deepEqual(await rows("src/empty_type.ts"), [
+      [1, "./types", "static", true],
+      [2, "./types", "re-export", true],
+    ]);
+    assert.deepEqual(await rows("src/empty_value.ts"), [[1, "./types", "side-effect", false]]);
+    assert.deepEqual(await rows("src/marked.ts"), [[1, "./types", "static", true]]);
+    // Used only as a type, but a value import by its form: TypeScript's own emit drops it, verbatimModuleSyntax keeps it.
+    assert.deepEqual(await rows("src/used_as_type.ts"), [[1, "./types", "static", false]]);
+    const reexport = await about(get(), "src/reexport.ts");
+    assert.deepEqual(reexport.imports.map((i) => [i.kind, i.typeOnly]), [["re-export", false]]);
+    assert.deepEqual(reexport.exports.map((e) => [e.name, e.typeOnly]), [["I", true]]);
+  });
+
+  it("leaves importers through type-only forms out of the run-time dependents", async () => {
+    const all = await radius(get(), "src/types.ts");
+    assert.deepEqual(all.direct.map((d) => [d.path, d.typeOnly]), [
+      ["src/empty_type.ts", true],
+      ["src/empty_value.ts", false],
+      ["src/marked.ts", true],
+      ["src/reexport.ts", false],
+      ["src/used_as_type.ts", false],
+    ]);
+    const runtime = await radius(get(), "src/types.ts", { includeTypeOnly: false });
+    assert.deepEqual(runtime.direct.map((d) => d.path), [
+      "src/empty_value.ts",
+      "src/reexport.ts",
+      "src/used_as_type.ts",
+    ]);
+  });
+});
+
+fixtureSuite("code intelligence, type-only exports", "type_only_exports", (get) => {
+  it("calls a namespace of types only, and an interface merged with one, type-only; values stay values", async () => {
+    const a = await about(get(), "src/ns.ts");
+    assert.deepEqual(a.exports.map((e) => [e.name, e.kind, e.kinds, e.typeOnly, e.line]), [
+      ["N", "namespace", undefined, true, 1],
+      ["I", "interface", ["interface", "namespace"], true, 2],
+      ["V", "namespace", undefined, false, 4],
+      ["W", "namespace", undefined, true, 5],
+      ["P", "namespace", undefined, true, 10],
+      ["CE", "enum", undefined, false, 11],
+    ]);
+    assert.deepEqual(a.symbols.filter((s) => s.kind === "namespace").map((s) => [s.name, s.typeOnly]), [
+      ["N", true],
+      ["I", true],
+      ["V", false],
+      ["W", true],
+      ["P", true],
+    ]);
+  });
+
+  it("follows re-exports, exported imports and local names to what they name", async () => {
+    const a = await about(get(), "src/reexport.ts");
+    assert.deepEqual(a.exports.map((e) => [e.name, e.typeOnly, e.line]), [
+      ["I", true, 2],
+      ["V", false, 2],
+      ["N", true, 3],
+      ["Value", false, 3],
+      ["L", true, 5],
+      ["default", true, 7],
+    ]);
+  });
+
+  it("reads a declaration file as TypeScript does: no run-time imports, every declaration exported without `export {}`", async () => {
+    const open = await about(get(), "src/ambient.d.ts");
+    assert.deepEqual(open.imports.map((i) => [i.specifier, i.typeOnly]), [["./ns", true]]);
+    assert.deepEqual(open.exports.map((e) => [e.name, e.kind, e.typeOnly]), [
+      ["hidden", "variable", false],
+      ["Local", "interface", true],
+      ["shown", "variable", false],
+    ]);
+    const closed = await about(get(), "src/closed.d.ts");
+    assert.deepEqual(closed.exports.map((e) => e.name), ["renamed"]);
+  });
+});
+
+fixtureSuite("code intelligence, module augmentation", "augmentation", (get) => {
+  it("reads the imports inside `declare module` and the augmentation itself as type-only imports", async () => {
+    const a = await about(get(), "src/plugin.ts");
+    assert.deepEqual(a.imports.map((i) => [i.line, i.specifier, i.kind, i.typeOnly, i.names, show(i.target)]), [
+      [1, "./y", "static", false, ["make"], "module src/y.ts"],
+      [2, "./y", "augmentation", true, [], "module src/y.ts"],
+      [3, "./z", "static", true, ["type Extra"], "module src/z.ts"],
+    ]);
+    const z = await radius(get(), "src/z.ts");
+    assert.deepEqual(z.direct.map((d) => [d.path, d.typeOnly]), [["src/plugin.ts", true]]);
+  });
+
+  it("merges what the block declares into the augmented module's exports, and through export *", async () => {
+    const rows = (a: About) => a.exports.map((e) => [e.name, e.kind, e.typeOnly, e.line, e.augmentedBy]);
+    assert.deepEqual(rows(await about(get(), "src/y.ts")), [
+      ["Options", "interface", true, 1, undefined],
+      ["make", "variable", false, 2, undefined],
+      ["added", "function", false, 5, "src/plugin.ts"],
+    ]);
+    assert.deepEqual(rows(await about(get(), "src/index.ts")).map((r) => [r[0], r[2]]), [
+      ["Options", true],
+      ["added", false],
+      ["make", false],
+    ]);
   });
 });
 

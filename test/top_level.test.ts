@@ -83,6 +83,7 @@ const READ: Record<string, string> = {
     'import z, * as zs from "./z"',
     'import "./side" with { type: "json" }',
     "import {} from './empty'",
+    "import type {} from './empty-type'",
     "import q = N.M.O",
     "export import r = N.M",
     "import type T1 = N.T",
@@ -94,6 +95,7 @@ const READ: Record<string, string> = {
     'export * as star from "./star"; export * as "str" from "./s2"',
     'export type * from "./types"; export type * as tt from "./types2"',
     'export { default as dd, "s-t" as st, type X } from "./d"',
+    'export type {} from "./nothing"; export { type Y } from "./y"',
     "export default a",
     "export as namespace UMD",
   ].join("\n"),
@@ -238,6 +240,50 @@ describe(`top-level statements read from an outline's tokens (${runtimeName})`, 
       ["default", "function", 4, "named"],
     ]);
     assert.deepEqual(top.importRanges, [[0, text.indexOf('"./b"') + 5]]);
+    // The block's body is not in the outline: the module is read again from the whole tree.
+    assert.equal(top.bodies, true);
+  });
+
+  it("reads namespace and `declare module` bodies from the whole tree", () => {
+    const text = [
+      'import { a } from "./a";',
+      "export declare namespace N { type T = 1 }",
+      "export namespace V { export const v = 1 }",
+      'declare module "./y" {',
+      '  import type { Q } from "./q";',
+      "  interface O { q: Q }",
+      "  const c: number;",
+      "}",
+      "export const use = a;",
+    ].join("\n");
+    const summary = summarizeModule(ts, "src/m.ts", text);
+    assert.deepEqual(summary, summarizeModule(ts, "src/m.ts", text, { outline: false }));
+    assert.deepEqual(summary.exports.map((e) => [e.name, e.kind, e.typeOnly]), [
+      ["N", "namespace", true],
+      ["V", "namespace", false],
+      ["use", "variable", false],
+    ]);
+    assert.deepEqual(summary.imports.map((i) => [i.specifier, i.kind, i.typeOnly, i.line]), [
+      ["./a", "static", false, 1],
+      ["./q", "static", true, 5],
+      ["./y", "augmentation", true, 4],
+    ]);
+    assert.deepEqual(summary.augmentations, [{
+      index: 2,
+      exports: [{ name: "O", kind: "interface", typeOnly: true, line: 6 }, {
+        name: "c",
+        kind: "variable",
+        typeOnly: false,
+        line: 7,
+      }],
+    }]);
+    // In a declaration file nothing runs: every import is type-only.
+    const declaration = summarizeModule(
+      ts,
+      "src/m.d.ts",
+      'import { a } from "./a";\nexport declare const b: typeof a;',
+    );
+    assert.deepEqual(declaration.imports.map((i) => i.typeOnly), [true]);
   });
 
   for (const [title, text] of Object.entries(GIVES_UP)) {

@@ -42,7 +42,7 @@ export const tool = defineTool({
   name: "code_about",
   title: "About a module",
   description:
-    "Describes one JavaScript or TypeScript module of a root: its exports (name, kind, type-only or value, and for re-exports the specifier and module they come from, `export *` expanded), its imports (specifier, line, kind, type-only, the names bound, and where it resolves: a module of the root, an asset, an external or built-in package, or `unresolved` with why), the modules that import it, and the symbols it declares. Resolution follows tsconfig paths/baseUrl/extends/references, package.json exports/imports and workspaces, as TypeScript does. `importersLowerBound` is true when files that do not parse or imports that do not resolve could add importers; `unknownFrom` lists them. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
+    "Describes one JavaScript or TypeScript module of a root: its exports, one per name (kind, `kinds` when declarations merge, type-only as TypeScript's checker says: every declaration a type, or a type-only step on the way; for re-exports the specifier and module they come from, `export *` expanded, names that `declare module` blocks elsewhere add marked `augmentedBy`), its imports (specifier, line, kind, type-only, the names bound, and where it resolves: a module of the root, an asset, an external or built-in package, or `unresolved` with why), the modules that import it, and the symbols it declares. An import's `typeOnly` is the run-time edge rule of isolated-module emit, read from the statement's form: `import type`, `export type`, an import or re-export whose every name is marked `type`, an `import()` type, an import in a declaration file or a `declare module` block, and the `augmentation` of a module are type-only; every other form (`import {} from`, names used only as types included) is a run-time edge. Resolution follows tsconfig paths/baseUrl/extends/references, package.json exports/imports and workspaces, as TypeScript does. `importersLowerBound` is true when files that do not parse or imports that do not resolve could add importers; `unknownFrom` lists them. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     module: v.pipe(
@@ -65,10 +65,12 @@ export const tool = defineTool({
     exports: v.array(v.object({
       name: v.string(),
       kind: v.string(),
+      kinds: v.optional(v.array(v.string())),
       typeOnly: v.boolean(),
       line: v.number(),
       from: v.optional(v.object({ specifier: v.string(), name: v.string(), target: Target })),
       viaStar: v.optional(v.boolean()),
+      augmentedBy: v.optional(v.string()),
     })),
     starExportsNotExpanded: v.array(v.object({ specifier: v.string(), line: v.number(), target: Target })),
     imports: v.array(v.object({

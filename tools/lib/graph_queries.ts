@@ -111,12 +111,17 @@ export function targetView(resolution: Resolution): TargetView {
 export interface ExportView {
   readonly name: string;
   readonly kind: SymbolKind;
+  /** Each kind of declaration the name merges, when there are several (`interface Z` and `const Z`). */
+  readonly kinds?: SymbolKind[];
+  /** Whether what the name finally names is a type only, as the checker says (see exportMeaning). */
   readonly typeOnly: boolean;
   readonly line: number;
   /** For re-exports: the specifier written, and where it leads. */
   readonly from?: { readonly specifier: string; readonly target: TargetView; readonly name: string };
   /** Reached through `export * from`. */
   readonly viaStar?: boolean;
+  /** Added by `declare module "…"` in this module (`line` is that block's line there). */
+  readonly augmentedBy?: string;
 }
 
 /** The import binding a local name of `module` comes from, if it is one. */
@@ -127,7 +132,7 @@ export function importOfLocal(
   const imports = module.summary?.imports ?? [];
   for (let index = 0; index < imports.length; index++) {
     const record = imports[index];
-    if (record.kind === "re-export") continue;
+    if (record.kind === "re-export" || record.kind === "augmentation") continue;
     for (const binding of record.bindings) {
       if (binding.local === local) return { index, imported: binding.imported, typeOnly: binding.typeOnly };
     }
@@ -135,11 +140,116 @@ export function importOfLocal(
   return undefined;
 }
 
+/** What an exported name finally names: the kinds of its declarations, and whether each of them is a type only. */
+export interface ExportMeaning {
+  readonly kinds: readonly SymbolKind[];
+  readonly typeOnly: boolean;
+}
+
+/** Kinds that never have a value. */
+const TYPE_KINDS: ReadonlySet<SymbolKind> = new Set(["interface", "type"]);
+
+function resolvedPath(module: GraphModule, index: number): string | undefined {
+  const resolution = module.resolutions[index];
+  return resolution?.kind === "module" ? resolution.path : undefined;
+}
+
+/** The names `declare module "…"` blocks of other modules add to `path`, with the module each comes from. */
+function augmentationsOf(graph: ModuleGraph, path: string): { from: string; record: ExportRecord }[] {
+  let memo = graph.memo.get("augmentations") as Map<string, { from: string; record: ExportRecord }[]> | undefined;
+  if (!memo) graph.memo.set("augmentations", memo = new Map());
+  const known = memo.get(path);
+  if (known) return known;
+  const out: { from: string; record: ExportRecord }[] = [];
+  memo.set(path, out);
+  for (const edge of graph.importersOf(path)) {
+    const summary = graph.modules.get(edge.from)?.summary;
+    const block = summary?.augmentations?.find((a) => a.index === edge.index);
+    for (const record of block?.exports ?? []) out.push({ from: edge.from, record });
+  }
+  return out;
+}
+
 /**
- * What `path` exports: its own exports, re-exports with their source, and
- * the names `export *` brings from modules of the root (recursively; a local
- * name wins over a star, as in TypeScript). Stars that lead outside the
- * root or nowhere are returned as `opaque`.
+ * What `name`, exported by `path`, finally names, as TypeScript's checker sees it: the union of its declarations
+ * (merged declarations, augmentations), followed through `export { a } from`, `export { a }` of an import and
+ * `export *`; type-only when each declaration is a type (an interface, a type alias, a namespace of types only) or when
+ * a step on the way is type-only (`export type`, `import type`). undefined when the graph cannot follow it (a package,
+ * an unresolved import): callers keep what the statement itself says. Answers are kept in the graph's memo.
+ */
+export function exportMeaning(graph: ModuleGraph, path: string, name: string): ExportMeaning | undefined {
+  let memo = graph.memo.get("exportMeaning") as Map<string, ExportMeaning | null> | undefined;
+  if (!memo) graph.memo.set("exportMeaning", memo = new Map());
+  const key = `${path}\0${name}`;
+  // null: being worked out further up (a cycle of re-exports), which adds nothing.
+  if (memo.has(key)) return memo.get(key) ?? undefined;
+  memo.set(key, null);
+  const found = meaningOf(graph, path, name);
+  memo.set(key, found ?? null);
+  return found;
+}
+
+function meaningOf(graph: ModuleGraph, path: string, name: string): ExportMeaning | undefined {
+  const module = graph.modules.get(path);
+  const summary = module?.summary;
+  if (!module || !summary) return undefined;
+  const parts: ExportMeaning[] = [];
+  const own = summary.exports.filter((record) => record.name === name);
+  for (const record of own) parts.push(recordMeaning(graph, module, record));
+  for (const { record } of augmentationsOf(graph, path)) {
+    if (record.name === name) parts.push({ kinds: [record.kind], typeOnly: record.typeOnly });
+  }
+  if (own.length === 0 && name !== "default") {
+    for (const star of summary.exports) {
+      if (star.name !== "*") continue;
+      const target = resolvedPath(module, star.from!);
+      const inner = target === undefined ? undefined : exportMeaning(graph, target, name);
+      if (inner) {
+        parts.push(star.typeOnly ? { kinds: inner.kinds, typeOnly: true } : inner);
+        break;
+      }
+    }
+  }
+  if (parts.length === 0) return undefined;
+  return { kinds: [...new Set(parts.flatMap((p) => p.kinds))], typeOnly: parts.every((p) => p.typeOnly) };
+}
+
+function recordMeaning(graph: ModuleGraph, module: GraphModule, record: ExportRecord): ExportMeaning {
+  const as = (inner: ExportMeaning | undefined, typeOnly: boolean): ExportMeaning =>
+    inner
+      ? { kinds: inner.kinds, typeOnly: typeOnly || inner.typeOnly }
+      : { kinds: [record.kind], typeOnly: typeOnly || record.typeOnly };
+  if (record.from !== undefined) {
+    if (record.sourceName === "*") return { kinds: ["namespace"], typeOnly: record.typeOnly };
+    const target = resolvedPath(module, record.from);
+    return as(target === undefined ? undefined : exportMeaning(graph, target, record.sourceName!), record.typeOnly);
+  }
+  if (record.kind !== "value" || record.local === undefined) {
+    return { kinds: [record.kind], typeOnly: record.typeOnly };
+  }
+  // `export { a }`, `export default a`: a declaration of the module, or an import.
+  const local = record.local;
+  const declarations = module.summary!.symbols.filter((symbol) => symbol.name === local);
+  if (declarations.length > 0) {
+    return {
+      kinds: [...new Set(declarations.map((d) => d.kind))],
+      typeOnly: record.typeOnly || declarations.every((d) => d.typeOnly),
+    };
+  }
+  const binding = importOfLocal(module, local);
+  if (!binding) return { kinds: [record.kind], typeOnly: record.typeOnly };
+  if (binding.imported === "*") return { kinds: ["namespace"], typeOnly: record.typeOnly || binding.typeOnly };
+  const target = resolvedPath(module, binding.index);
+  return as(
+    target === undefined ? undefined : exportMeaning(graph, target, binding.imported),
+    record.typeOnly || binding.typeOnly,
+  );
+}
+
+/**
+ * What `path` exports, one row per name: its own exports, re-exports with their source, the names `export *` brings
+ * from modules of the root (recursively; a local name wins over a star, as in TypeScript) and those `declare module`
+ * blocks of other modules add. Stars that lead outside the root or nowhere are returned as `opaque`.
  */
 export function moduleExports(
   graph: ModuleGraph,
@@ -150,16 +260,17 @@ export function moduleExports(
   const summary = module?.summary;
   if (!module || !summary || seen.has(path)) return { exports: [], opaque: [] };
   seen.add(path);
-  const exports: ExportView[] = [];
+  const byName = new Map<string, ExportView>();
   const opaque: { specifier: string; line: number; target: TargetView }[] = [];
-  const names = new Set<string>();
   const stars: ExportRecord[] = [];
+  const own = new Map<string, ExportRecord[]>();
   for (const record of summary.exports) {
-    if (record.name === "*") {
-      stars.push(record);
-      continue;
-    }
-    names.add(record.name);
+    if (record.name === "*") stars.push(record);
+    else own.set(record.name, [...(own.get(record.name) ?? []), record]);
+  }
+  for (const [name, records] of own) {
+    // Merged declarations read as their value, when one has a value (`interface Z` and `const Z` is a variable).
+    const record = records.find((r) => !r.typeOnly && !TYPE_KINDS.has(r.kind)) ?? records[0];
     let from: ExportView["from"];
     if (record.from !== undefined) {
       const imp = summary.imports[record.from];
@@ -179,11 +290,13 @@ export function moduleExports(
         };
       }
     }
-    exports.push({
-      name: record.name,
+    const kinds = [...new Set(records.map((r) => r.kind))];
+    byName.set(name, {
+      name,
       kind: from && record.kind === "value" ? "re-export" : record.kind,
-      typeOnly: record.typeOnly,
-      line: record.line,
+      ...(kinds.length > 1 ? { kinds } : {}),
+      typeOnly: exportMeaning(graph, path, name)?.typeOnly ?? records.every((r) => r.typeOnly),
+      line: records[0].line,
       ...(from ? { from } : {}),
     });
   }
@@ -197,11 +310,11 @@ export function moduleExports(
     const inner = moduleExports(graph, resolution.path, new Set(seen));
     opaque.push(...inner.opaque.map((o) => ({ ...o, line: star.line, specifier: imp.specifier })));
     for (const exp of inner.exports) {
-      if (exp.name === "default" || names.has(exp.name)) continue;
-      names.add(exp.name);
-      exports.push({
+      if (exp.name === "default" || byName.has(exp.name)) continue;
+      byName.set(exp.name, {
         name: exp.name,
         kind: exp.kind,
+        ...(exp.kinds ? { kinds: exp.kinds } : {}),
         typeOnly: exp.typeOnly || star.typeOnly,
         line: star.line,
         from: { specifier: imp.specifier, target: targetView(resolution), name: exp.name },
@@ -209,7 +322,26 @@ export function moduleExports(
       });
     }
   }
-  return { exports, opaque };
+  for (const { from, record } of augmentationsOf(graph, path)) {
+    const known = byName.get(record.name);
+    if (!known) {
+      byName.set(record.name, {
+        name: record.name,
+        kind: record.kind,
+        typeOnly: record.typeOnly,
+        line: record.line,
+        augmentedBy: from,
+      });
+      continue;
+    }
+    const kinds = [...new Set([...(known.kinds ?? [known.kind]), record.kind])];
+    byName.set(record.name, {
+      ...known,
+      ...(kinds.length > 1 ? { kinds } : {}),
+      typeOnly: known.typeOnly && record.typeOnly,
+    });
+  }
+  return { exports: [...byName.values()], opaque };
 }
 
 /** A file whose imports are not fully known and that could change an answer. */

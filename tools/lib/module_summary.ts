@@ -25,7 +25,8 @@ export type ImportKind =
   | "dynamic" //         import("x")
   | "require" //         require("x")
   | "import-equals" //   import x = require("x")
-  | "import-type"; //    type T = import("x").T
+  | "import-type" //     type T = import("x").T
+  | "augmentation"; //   declare module "x" { … } in a module
 
 /** One name an import takes from the module it names. */
 export interface Binding {
@@ -109,7 +110,19 @@ export interface ModuleSummary {
   readonly words?: readonly string[];
   /** Whether the file assigns `module.exports` or `exports.x`. */
   readonly commonjs: boolean;
+  /** `declare module "x" { … }` blocks of a module: the index of their import record, and the names they add to x. */
+  readonly augmentations?: readonly Augmentation[];
 }
+
+/** What a `declare module "x" { … }` in a module adds to x. */
+export interface Augmentation {
+  /** The index of the block's `augmentation` record in the summary's imports. */
+  readonly index: number;
+  readonly exports: readonly ExportRecord[];
+}
+
+/** A declaration file: nothing in it runs, so none of its imports is a run-time edge. */
+const DECLARATION_FILE = /\.d\.[mc]?ts$/i;
 
 /** File extensions the graph parses as modules. */
 export const MODULE_EXTENSIONS: readonly string[] = Object.freeze([
@@ -162,17 +175,45 @@ export function summarizeModule(
     const read = { uses: outline.uses, of: watch ?? new Set<string>(), imports: outline.imports };
     const wholeTree = () => parse(ts, file, text, kind);
     // The top-level statements, read from the outline's tokens; parsed when the reader is not sure of them.
+    // A `declare module "x"` body, which the outline drops, is read from the whole tree.
     const fromTokens = topLevelOfOutline(ts, text, outline.tokens, lineAt);
-    if (fromTokens !== undefined) return summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read);
-    const sf = parse(ts, file, outline.text, kind);
-    if (diagnosticsOf(sf).length === 0) {
+    if (fromTokens !== undefined && !fromTokens.bodies) {
+      return declarationFile(file, fromTokens, summarize(ts, text, kind, fromTokens, lineAt, wholeTree, read));
+    }
+    const sf = fromTokens === undefined ? parse(ts, file, outline.text, kind) : undefined;
+    if (sf !== undefined && diagnosticsOf(sf).length === 0) {
       const top = topLevelOfTree(ts, text, sf, outline.at, lineAt);
-      return summarize(ts, text, kind, top, lineAt, wholeTree, read);
+      if (!top.bodies) return declarationFile(file, top, summarize(ts, text, kind, top, lineAt, wholeTree, read));
     }
   }
   const sf = parse(ts, file, text, kind);
-  const top = topLevelOfTree(ts, text, sf, (position) => position, lineAt);
-  return summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf));
+  const top = topLevelOfTree(ts, text, sf, (position) => position, lineAt, true);
+  return declarationFile(file, top, summarize(ts, text, kind, top, lineAt, () => sf, undefined, diagnosticsOf(sf)));
+}
+
+/**
+ * A declaration file's summary: its imports are all type-only (see DECLARATION_FILE), and a module with no
+ * `export { … }`, `export … from`, `export =` or `export default <expression>` exports every declaration it makes, as
+ * TypeScript reads it (the export context of an ambient module).
+ */
+function declarationFile(file: string, top: TopLevel, summary: ModuleSummary): ModuleSummary {
+  if (!DECLARATION_FILE.test(file)) return summary;
+  const everything = top.moduleSyntax && !top.exportStatements;
+  const added: ExportRecord[] = [];
+  if (everything) {
+    const exported = new Set(summary.exports.map((record) => `${record.kind} ${record.name}`));
+    for (const symbol of summary.symbols) {
+      // `import x = N.M` declares an alias, which the export context leaves alone.
+      if (symbol.exported || exported.has(`${symbol.kind} ${symbol.name}`) || top.aliases.has(symbol.name)) continue;
+      added.push({ name: symbol.name, kind: symbol.kind, typeOnly: symbol.typeOnly, line: symbol.line });
+    }
+  }
+  if (added.length === 0 && summary.imports.every((record) => record.typeOnly)) return summary;
+  return {
+    ...summary,
+    imports: summary.imports.map((record) => (record.typeOnly ? record : { ...record, typeOnly: true })),
+    exports: added.length === 0 ? summary.exports : [...summary.exports, ...added].sort((a, b) => a.line - b.line),
+  };
 }
 
 /** Text that may call import() or require(), comments between the word and `(` included. */
@@ -430,6 +471,7 @@ function summarize(
     symbols,
     computed,
     commonjs: top.commonjs,
+    ...(top.augmentations.length > 0 ? { augmentations: top.augmentations } : {}),
   };
   if (diagnostics.length > 0) {
     const first = diagnostics[0];

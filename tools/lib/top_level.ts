@@ -40,26 +40,41 @@ export class TopLevel {
   commonjs = false;
   /** Where the `require(…)` calls lie that a CommonJS re-export consumed (`__exportStar(require("x"), exports)`). */
   readonly consumedRequires = new Set<number>();
+  /** Whether a top-level statement imports or exports: the file is a module (TypeScript's `isExternalModule`). */
+  moduleSyntax = false;
+  /** Whether `export { … }`, `export … from`, `export =` or `export default <expression>` occur at the top level. */
+  exportStatements = false;
+  /** Whether a `declare module "x" { … }` has a body, which an outline drops: what it adds is read from the whole tree. */
+  bodies = false;
+  /** Names `import x = …` declares. */
+  readonly aliases = new Set<string>();
+  /** `declare module "x" { … }` in a module: the import record of "x", and the names the block adds to it. */
+  readonly augmentations: { index: number; exports: ExportRecord[] }[] = [];
   // Overloads and merged declarations: one symbol per name and kind, and one export.
   readonly #symbolKeys = new Set<string>();
   readonly #exportedDeclarations = new Set<string>();
   /** CommonJS export names declared by `exports.a = void 0` only, so far: a later assignment says where they are. */
   readonly #commonjsPlaceholders = new Set<string>();
 
-  /** `import … from "x"`; `bindings` undefined for `import "x"`. */
-  importFrom(specifier: string, line: number, bindings: PendingBinding[] | undefined): void {
+  /** `import … from "x"`; `bindings` undefined for `import "x"`; `typeOnly` for `import type`. */
+  importFrom(specifier: string, line: number, bindings: PendingBinding[] | undefined, typeOnly = false): void {
+    this.moduleSyntax = true;
     this.imports.push({
       specifier,
       line,
-      kind: bindings === undefined || bindings.length === 0 ? "side-effect" : "static",
-      // `import {} from "x"` still runs x; a type-only import needs every binding type-only.
-      typeOnly: bindings !== undefined && bindings.length > 0 && bindings.every((b) => b.typeOnly),
+      kind: typeOnly ? "static" : bindings === undefined || bindings.length === 0 ? "side-effect" : "static",
+      // The run-time edge rule (README, "The code graph, checked against the compiler"): what isolated-module emit
+      // drops whatever the uses are is type-only: `import type`, even of nothing, and an import whose every name is
+      // marked `type`. `import {} from "x"` is kept, as verbatimModuleSyntax keeps it.
+      typeOnly: typeOnly || (bindings !== undefined && bindings.length > 0 && bindings.every((b) => b.typeOnly)),
       bindings: bindings ?? [],
     });
   }
 
   /** `import name = require("x")` (with its specifier) or `import name = A.B`. */
   importEquals(name: string, specifier: string | undefined, typeOnly: boolean, exported: boolean, line: number) {
+    if (specifier !== undefined || exported) this.moduleSyntax = true;
+    this.aliases.add(name);
     if (specifier !== undefined) {
       this.imports.push({
         specifier,
@@ -78,6 +93,7 @@ export class TopLevel {
 
   /** `export * from "x"` (`what` "*"), `export * as ns from "x"` (`what` the name), `export { a } from "x"`. */
   reExport(specifier: string, line: number, typeOnly: boolean, what: string | readonly ExportElement[]): void {
+    this.moduleSyntax = this.exportStatements = true;
     const from = this.imports.length;
     const bindings: PendingBinding[] = [];
     if (typeof what === "string") {
@@ -101,13 +117,14 @@ export class TopLevel {
       specifier,
       line,
       kind: "re-export",
-      typeOnly: bindings.length > 0 && bindings.every((b) => b.typeOnly),
+      typeOnly: typeOnly || (bindings.length > 0 && bindings.every((b) => b.typeOnly)),
       bindings,
     });
   }
 
   /** `export { a, b as c }`. */
   exportLocals(typeOnly: boolean, elements: readonly ExportElement[]): void {
+    this.moduleSyntax = this.exportStatements = true;
     for (const element of elements) {
       this.exports.push({
         name: element.name,
@@ -149,6 +166,7 @@ export class TopLevel {
 
   /** `export default <expression>` and `export = <expression>`; `local` when the expression is a name. */
   exportAssignment(exportEquals: boolean, local: string | undefined, line: number): void {
+    this.moduleSyntax = this.exportStatements = true;
     const name = exportEquals ? "export=" : "default";
     this.exports.push({ name, kind: "value", typeOnly: false, line, ...(local ? { local } : {}) });
   }
@@ -163,6 +181,7 @@ export class TopLevel {
     typeOnly: boolean,
   ): void {
     const name = given || undefined;
+    if (exported) this.moduleSyntax = true;
     if (given === "" && !isDefault) return;
     if (name !== undefined) this.#declare(name, kind, line, exported, typeOnly);
     if (exported) {
@@ -184,8 +203,8 @@ export class TopLevel {
 }
 
 /**
- * The top-level statements of `sf`, a tree of `text` or of its outline; `at` takes positions in the tree to positions
- * in `text`, `lineAt` positions in `text` to lines.
+ * The top-level statements of `sf`, a tree of `text` (`whole`) or of its outline; `at` takes positions in the tree to
+ * positions in `text`, `lineAt` positions in `text` to lines.
  */
 export function topLevelOfTree(
   ts: TsApi,
@@ -193,6 +212,7 @@ export function topLevelOfTree(
   sf: TS.SourceFile,
   at: (position: number) => number,
   lineAt: (position: number) => number,
+  whole = false,
 ): TopLevel {
   const SK = ts.SyntaxKind;
   const top = new TopLevel();
@@ -214,6 +234,8 @@ export function topLevelOfTree(
     return out;
   };
 
+  /** `declare module "x" { … }` blocks, read once the file is known to be a module or a script. */
+  const ambient: [TS.ModuleDeclaration, number][] = [];
   for (const statement of sf.statements) {
     const line = lineOf(statement);
     if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
@@ -242,7 +264,7 @@ export function topLevelOfTree(
           });
         }
       }
-      top.importFrom(specifier, line, bindings);
+      top.importFrom(specifier, line, bindings, declTypeOnly);
       continue;
     }
     if (ts.isImportEqualsDeclaration(statement)) {
@@ -283,9 +305,19 @@ export function topLevelOfTree(
     else if (ts.isTypeAliasDeclaration(statement)) record(statement.name.text, "type", true);
     else if (ts.isEnumDeclaration(statement)) record(statement.name.text, "enum", false);
     else if (ts.isModuleDeclaration(statement)) {
-      // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
-      if (ts.isIdentifier(statement.name) && !(statement.flags & ts.NodeFlags.GlobalAugmentation)) {
-        record(statement.name.text, "namespace", false);
+      // `declare global {}` declares nothing here; `declare module "x" {}` adds to another module (read below, from the
+      // whole tree: on an outline, which has dropped the block, `bodies` sends the module there).
+      const global = (statement.flags & ts.NodeFlags.GlobalAugmentation) !== 0;
+      if (ts.isIdentifier(statement.name) && !global) {
+        // A namespace of types only has no value, as TypeScript binds it (getModuleInstanceState). An outline has
+        // dropped its body: that is read from the statement's text, as the token reader does.
+        const value = whole
+          ? instantiated(ts, statement)
+          : namespaceInstantiated(ts, text.slice(at(statement.getStart(sf)), at(statement.end)));
+        record(statement.name.text, "namespace", !value);
+      } else if (ts.isStringLiteral(statement.name) && statement.body) {
+        if (whole) ambient.push([statement, line]);
+        else top.bodies = true;
       }
     } else if (ts.isVariableStatement(statement)) {
       for (const declaration of statement.declarationList.declarations) {
@@ -298,7 +330,144 @@ export function topLevelOfTree(
   for (const [object, names] of esbuild.objects) {
     if (esbuild.toCommonJs.has(object)) { for (const [name, line] of names) top.commonjsExport(name, line, false); }
   }
+  for (const [block, line] of ambient) ambientModule(ts, top, block, line, lineOf, literalText);
   return top;
+}
+
+/**
+ * `declare module "x" { … }`: the imports inside (type-only: nothing ambient is emitted) and, in a module, where it
+ * augments "x", a type-only import of "x" with the names the block adds to it: those it exports, or all it declares when
+ * it has no `export { … }` or `export =` (TypeScript's export context).
+ */
+function ambientModule(
+  ts: TsApi,
+  top: TopLevel,
+  block: TS.ModuleDeclaration,
+  line: number,
+  lineOf: (node: TS.Node) => number,
+  literalText: (node: TS.Node | undefined) => string | undefined,
+): void {
+  const statements = block.body && ts.isModuleBlock(block.body) ? block.body.statements : [];
+  for (const statement of statements) {
+    const specifier = ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)
+      ? literalText(statement.moduleSpecifier)
+      : ts.isImportEqualsDeclaration(statement) && ts.isExternalModuleReference(statement.moduleReference)
+      ? literalText(statement.moduleReference.expression)
+      : undefined;
+    if (specifier === undefined) continue;
+    const bindings: PendingBinding[] = [];
+    if (ts.isImportEqualsDeclaration(statement)) {
+      bindings.push({ imported: "*", local: statement.name.text, typeOnly: true });
+    } else if (ts.isImportDeclaration(statement) && statement.importClause) {
+      const clause = statement.importClause;
+      if (clause.name) bindings.push({ imported: "default", local: clause.name.text, typeOnly: true });
+      const named = clause.namedBindings;
+      if (named && ts.isNamespaceImport(named)) {
+        bindings.push({ imported: "*", local: named.name.text, typeOnly: true });
+      } else if (named) {
+        for (const element of named.elements) {
+          const imported = element.propertyName ?? element.name;
+          bindings.push({
+            imported: ts.isIdentifier(imported) || ts.isStringLiteral(imported) ? imported.text : element.name.text,
+            local: element.name.text,
+            typeOnly: true,
+          });
+        }
+      }
+    }
+    const kind = ts.isExportDeclaration(statement)
+      ? "re-export"
+      : ts.isImportEqualsDeclaration(statement)
+      ? "import-equals"
+      : bindings.length === 0
+      ? "side-effect"
+      : "static";
+    top.imports.push({ specifier, line: lineOf(statement), kind, typeOnly: true, bindings });
+  }
+  if (!top.moduleSyntax) return;
+  const everything = !statements.some((s) => ts.isExportDeclaration(s) || ts.isExportAssignment(s));
+  const exports: ExportRecord[] = [];
+  const seen = new Set<string>();
+  for (const statement of statements) {
+    const exported = everything ||
+      (ts.canHaveModifiers(statement) &&
+        (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword));
+    if (!exported) continue;
+    for (const [name, kind, typeOnly] of declared(ts, statement)) {
+      if (seen.has(`${kind} ${name}`)) continue;
+      seen.add(`${kind} ${name}`);
+      exports.push({ name, kind, typeOnly, line: lineOf(statement) });
+    }
+  }
+  top.augmentations.push({ index: top.imports.length, exports });
+  top.imports.push({ specifier: block.name.text, line, kind: "augmentation", typeOnly: true, bindings: [] });
+}
+
+/** The names a declaration statement declares, with their kind and whether they are types only. */
+function declared(ts: TsApi, statement: TS.Statement): [string, SymbolKind, boolean][] {
+  if (ts.isFunctionDeclaration(statement) && statement.name) return [[statement.name.text, "function", false]];
+  if (ts.isClassDeclaration(statement) && statement.name) return [[statement.name.text, "class", false]];
+  if (ts.isInterfaceDeclaration(statement)) return [[statement.name.text, "interface", true]];
+  if (ts.isTypeAliasDeclaration(statement)) return [[statement.name.text, "type", true]];
+  if (ts.isEnumDeclaration(statement)) return [[statement.name.text, "enum", false]];
+  if (ts.isModuleDeclaration(statement) && ts.isIdentifier(statement.name)) {
+    return [[statement.name.text, "namespace", !instantiated(ts, statement)]];
+  }
+  if (ts.isVariableStatement(statement)) {
+    return statement.declarationList.declarations.filter((d) => ts.isIdentifier(d.name)).map((
+      d,
+    ) => [(d.name as TS.Identifier).text, "variable", false]);
+  }
+  return [];
+}
+
+/** Whether the namespace `statement` (the text of one statement) declares has a value at run time (see instantiated). */
+function namespaceInstantiated(ts: TsApi, statement: string): boolean {
+  const sf = ts.createSourceFile(
+    "namespace.ts",
+    statement,
+    { languageVersion: ts.ScriptTarget.Latest, jsDocParsingMode: ts.JSDocParsingMode.ParseNone },
+    false,
+    ts.ScriptKind.TS,
+  );
+  const declaration = sf.statements[0];
+  return declaration === undefined || !ts.isModuleDeclaration(declaration) || instantiated(ts, declaration);
+}
+
+/**
+ * Whether a namespace has a value at run time, as TypeScript's binder decides (getModuleInstanceState): not when its
+ * body holds only interfaces, type aliases, imports that are not exported, `export { … }` of such names, and namespaces
+ * of the same kind; a const enum counts as a value, as it does for the binder.
+ */
+function instantiated(ts: TsApi, declaration: TS.ModuleDeclaration): boolean {
+  const body = declaration.body;
+  if (!body) return true;
+  if (ts.isModuleDeclaration(body)) return instantiated(ts, body);
+  if (!ts.isModuleBlock(body)) return true;
+  const typesOnly = new Set<string>();
+  for (const statement of body.statements) {
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
+      typesOnly.add(statement.name.text);
+    } else if (ts.isModuleDeclaration(statement) && ts.isIdentifier(statement.name) && !instantiated(ts, statement)) {
+      typesOnly.add(statement.name.text);
+    }
+  }
+  return body.statements.some((statement) => {
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) return false;
+    if (ts.isModuleDeclaration(statement)) return instantiated(ts, statement);
+    if (ts.isImportDeclaration(statement) || ts.isImportEqualsDeclaration(statement)) {
+      return (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+    }
+    if (ts.isExportDeclaration(statement) && !statement.moduleSpecifier && statement.exportClause) {
+      const clause = statement.exportClause;
+      return !ts.isNamedExports(clause) ||
+        clause.elements.some((e) => {
+          const name = e.propertyName ?? e.name;
+          return !ts.isIdentifier(name) || !typesOnly.has(name.text);
+        });
+    }
+    return true;
+  });
 }
 
 /** esbuild's CommonJS output: `__export(x_exports, { a: () => a })` fills an object; `module.exports = __toCommonJS(x_exports)`. */
@@ -1194,7 +1363,7 @@ function readStatements(
     i++;
     const from = specifier();
     if (from === undefined || !endStatement()) return false;
-    top.importFrom(from, line, bindings);
+    top.importFrom(from, line, bindings, typeOnly);
     return true;
   };
 
@@ -1353,10 +1522,14 @@ function readStatements(
         } else if (kind() === SK.StringLiteral && kinds[i - 1] === SK.ModuleKeyword) i++;
         else return false;
         if (kind() === SK.OpenBraceToken) {
+          // What an augmentation adds is read from the whole tree.
+          if (!global && name === undefined) top.bodies = true;
           if (!skipGroup()) return false;
         } else if (name !== undefined || global || !endStatement()) return false; // `declare module "x";`
         // `declare module "x" {}` and `declare global {}` augment other modules; they declare nothing here.
-        if (name !== undefined) record(name, "namespace", false);
+        if (name !== undefined) {
+          record(name, "namespace", !namespaceInstantiated(ts, text.slice(starts[statementFirst], ends[i - 1])));
+        }
         return true;
       }
       case SK.LetKeyword: {
@@ -1519,8 +1692,11 @@ function readStatements(
     return undefined;
   };
 
+  /** The first token of the top-level statement being read. */
+  let statementFirst = 0;
   while (i < count) {
     const first = i;
+    statementFirst = first;
     const line = lineOf(i);
     const k = kind();
     if (k === SK.ImportKeyword && statementOnly()) {
