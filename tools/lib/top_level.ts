@@ -148,6 +148,14 @@ export class TopLevel {
     }
   }
 
+  /** Forgets the `exports.a = …` and `module.exports = …` names recorded: in an ES module they export nothing. */
+  dropCommonjsExports(): void {
+    for (let i = this.exports.length - 1; i >= 0; i--) {
+      if (this.exports[i].kind === "commonjs") this.exports.splice(i, 1);
+    }
+    this.#commonjsPlaceholders.clear();
+  }
+
   /**
    * A CommonJS re-export of the module `require(specifier)` (at `call` in the text) loads: all its names (`what` "*",
    * `__exportStar(require("x"), exports)`) or its module object as one name (`exports.ns = __importStar(require("x"))`).
@@ -161,7 +169,11 @@ export class TopLevel {
       if (index !== -1) this.exports.splice(index, 1);
       this.#commonjsPlaceholders.delete(what);
     }
+    // Recorded as a re-export, but it is no ES module syntax (which would make its other CommonJS exports none).
+    const { moduleSyntax, exportStatements } = this;
     this.reExport(specifier, line, false, what);
+    this.moduleSyntax = moduleSyntax;
+    this.exportStatements = exportStatements;
   }
 
   /** `export default <expression>` and `export = <expression>`; `local` when the expression is a name. */
@@ -330,6 +342,9 @@ export function topLevelOfTree(
   for (const [object, names] of esbuild.objects) {
     if (esbuild.toCommonJs.has(object)) { for (const [name, line] of names) top.commonjsExport(name, line, false); }
   }
+  // In an ES module, `module.exports = …` and `exports.a = …` are expressions to TypeScript, not exports: its exports
+  // are its export statements (ajv's `module.exports = exports = Ajv` beside `export default Ajv`).
+  if (top.moduleSyntax) top.dropCommonjsExports();
   for (const [block, line] of ambient) ambientModule(ts, top, block, line, lineOf, literalText);
   return top;
 }
