@@ -1,8 +1,8 @@
-// What a ledger row says of a call's time: the duration the call took, in
-// milliseconds, within what the client measured around it. And the ledger as
-// it writes, in process: rows of one turn in one append, each chained to the
-// one before, who calls each time, the seal after the rows still queued, and
-// what it says when it cannot write.
+// The ledger as it writes, in process: rows of one turn in one append, each
+// chained to the one before, who calls each time, the seal after the rows
+// still queued, and what it says when it cannot write. Then what a row says of
+// a call's time through a server: the duration the call took, in
+// milliseconds, within what the client measured around it.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -11,33 +11,6 @@ import { after, before, describe, it } from "node:test";
 import { Ledger, type LedgerCall, verifyLedger } from "../core/ledger.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
 import { connect, fixtureToolsDir, runtimeName, tempDir } from "./helpers.ts";
-
-describe(`ledger rows (${runtimeName})`, () => {
-  it("record a call's duration in milliseconds, no shorter than the tool took and no longer than the round trip", async () => {
-    const work = tempDir();
-    try {
-      const ledger = path.join(work.dir, "ledger");
-      const session = await connect({ env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger } });
-      let wallMs: number;
-      try {
-        const started = performance.now();
-        await session.client.callTool({ name: "fixture_sleep", arguments: { ms: 60 } });
-        wallMs = performance.now() - started;
-      } finally {
-        await session.close();
-      }
-      const rows = readdirSync(ledger).flatMap((file) =>
-        readFileSync(path.join(ledger, file), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
-      ).filter((row) => row.tool === "fixture_sleep" && row.outcome === "ok");
-      assert.equal(rows.length, 1, JSON.stringify(rows));
-      const { durationMs } = rows[0];
-      assert.ok(durationMs >= 59, `${durationMs} ms recorded for a 60 ms sleep`);
-      assert.ok(durationMs <= wallMs, `${durationMs} ms recorded for a call that took ${wallMs} ms end to end`);
-    } finally {
-      work.remove();
-    }
-  });
-});
 
 /** sha256:<hex> of a text, computed here rather than by warden's own code. */
 function sha256(text: string): string {
@@ -173,5 +146,32 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.deepEqual(await ledger.call(finished("b")), first);
     await ledger.seal();
     assert.equal(existsSync(dir), false);
+  });
+});
+
+describe(`ledger rows (${runtimeName})`, () => {
+  it("record a call's duration in milliseconds, no shorter than the tool took and no longer than the round trip", async () => {
+    const work = tempDir();
+    try {
+      const ledger = path.join(work.dir, "ledger");
+      const session = await connect({ env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger } });
+      let wallMs: number;
+      try {
+        const started = performance.now();
+        await session.client.callTool({ name: "fixture_sleep", arguments: { ms: 60 } });
+        wallMs = performance.now() - started;
+      } finally {
+        await session.close();
+      }
+      const rows = readdirSync(ledger).flatMap((file) =>
+        readFileSync(path.join(ledger, file), "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line))
+      ).filter((row) => row.tool === "fixture_sleep" && row.outcome === "ok");
+      assert.equal(rows.length, 1, JSON.stringify(rows));
+      const { durationMs } = rows[0];
+      assert.ok(durationMs >= 59, `${durationMs} ms recorded for a 60 ms sleep`);
+      assert.ok(durationMs <= wallMs, `${durationMs} ms recorded for a call that took ${wallMs} ms end to end`);
+    } finally {
+      work.remove();
+    }
   });
 });
