@@ -118,7 +118,8 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     const queued = ledger.call(finished("late"));
     await ledger.seal();
     assert.deepEqual(await queued, { ok: true });
-    assert.deepEqual(rows().map((l) => JSON.parse(l).kind), ["anchor", "call", "seal"]);
+    await ledger.seal();
+    assert.deepEqual(rows().map((l) => JSON.parse(l).kind), ["anchor", "call", "seal"], "sealed once");
     const refused = {
       ok: false,
       error: "the call ledger is sealed (the server is stopping); this call is not recorded",
@@ -132,6 +133,36 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     const idle = await open("idle");
     await idle.ledger.seal();
     assert.deepEqual(readdirSync(idle.dir), [], "a process that recorded nothing leaves no file");
+  });
+
+  it("after an append that failed, reports every later row as not written and writes nothing more, no seal", async () => {
+    const dir = path.join(work.dir, "failing");
+    const appends: string[] = [];
+    let fail = false;
+    const ledger = new Ledger(dir, (file) => {
+      const real = platform().fs.createAppendOnly(file);
+      return {
+        append: (text) => {
+          if (fail) throw new Error("No space left on device (os error 28)\nsecond line");
+          appends.push(text);
+          real.append(text);
+        },
+        close: () => real.close(),
+      };
+    });
+    await ledger.prepare();
+    assert.deepEqual(await ledger.call(finished("a")), { ok: true });
+    fail = true;
+    const error = "the call ledger could not be written (No space left on device (os error 28)); " +
+      "later calls are not recorded either";
+    assert.deepEqual(await Promise.all([ledger.call(finished("b")), ledger.call(finished("c"))]), [
+      { ok: false, error },
+      { ok: false, error },
+    ]);
+    fail = false;
+    assert.deepEqual(await ledger.call(finished("d")), { ok: false, error });
+    await ledger.seal();
+    assert.equal(appends.length, 1, "the first append only: a broken chain gets no row and no seal");
   });
 
   it("reports a directory gone before the first row as an anchor it could not write, for every later call", async () => {
