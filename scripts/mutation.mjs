@@ -5,7 +5,7 @@
 // that is missing, or a mutant that changes nothing (see scripts/README.md).
 //
 // Usage: node scripts/mutation.mjs [--list | --summary | --help] [--lines a-b] [module ...]
-//   module: a key of MODULES below (default: all of them, in that order)
+//   module: a key of MODULES below or its file (default: all of them, in that order)
 //   --lines a-b: mutate only lines a to b of the module (a part of a large one, when time is short)
 //   --list: each module, its file and its suites; --summary: the table and the
 //   survivors of the last reports, without running anything
@@ -172,7 +172,10 @@ const summaryOnly = argv.includes("--summary");
 const linesAt = argv.indexOf("--lines");
 const lines = linesAt === -1 ? undefined : argv[linesAt + 1];
 if (lines !== undefined && !/^\d+-\d+$/.test(lines)) fail(`--lines takes a range of lines a-b, received "${lines}"`);
-const keys = argv.filter((a, i) => !a.startsWith("--") && (linesAt === -1 || i !== linesAt + 1));
+// A module by its key or by its file (`ledger` or `core/ledger.ts`).
+const keys = argv.filter((a, i) => !a.startsWith("--") && (linesAt === -1 || i !== linesAt + 1)).map((a) =>
+  Object.keys(MODULES).find((key) => MODULES[key].file === a) ?? a
+);
 for (const key of keys) if (!(key in MODULES)) fail(`unknown module ${key}: one of ${Object.keys(MODULES).join(", ")}`);
 const selected = keys.length ? keys : Object.keys(MODULES);
 
