@@ -5,8 +5,9 @@
 // milliseconds, within what the client measured around it.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { Ledger, type LedgerCall, verifyLedger } from "../core/ledger.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
@@ -163,6 +164,19 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.deepEqual(await ledger.call(finished("d")), { ok: false, error });
     await ledger.seal();
     assert.equal(appends.length, 1, "the first append only: a broken chain gets no row and no seal");
+  });
+
+  it("anchors to every file no earlier anchor holds, and names its own file by its start time and pid", async () => {
+    const { dir, ledger } = await open("unanchored");
+    // A version 1 file: rows, and no anchor to say which heads are held already.
+    const old = "2026-01-01T00-00-00-000Z-42.jsonl";
+    writeFileSync(path.join(dir, old), '{"seq":1,"v":1}\n{"seq":2,"v":1}\n');
+    assert.deepEqual(await ledger.call(finished("a")), { ok: true });
+    await ledger.seal();
+    const mine = readdirSync(dir).find((name) => name !== old)!;
+    assert.match(mine, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d-\\d{3}Z-${process.pid}\\.jsonl$`));
+    const anchor = JSON.parse(readFileSync(path.join(dir, mine), "utf8").split("\n")[0]);
+    assert.deepEqual(anchor.heads, [{ file: old, seq: 2, hash: sha256('{"seq":2,"v":1}') }]);
   });
 
   it("reports a directory gone before the first row as an anchor it could not write, for every later call", async () => {
