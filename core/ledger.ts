@@ -169,10 +169,11 @@ interface Who {
   readonly toolEnd: string;
 }
 
-/** Rows queued in one turn, written with one append; every call in it waits on `done`. */
-interface Batch {
-  readonly done: Promise<AppendOutcome>;
-  readonly resolve: (outcome: AppendOutcome) => void;
+const SETTLED = Promise.resolve();
+
+/** An intent row in the queue, told from a call row by its class. */
+class QueuedIntent {
+  constructor(readonly entry: LedgerIntent) {}
 }
 
 /** How the ledger opens its file; the bench swaps it to time the ledger without its write. */
@@ -190,9 +191,10 @@ export class Ledger {
   #seq = 0;
   #broken: AppendOutcome | undefined;
   #sealed = false;
-  /** Queued rows, each as the text before and after its `prev`. */
-  #queue: string[] = [];
-  #batch: Batch | undefined;
+  /** Rows queued for the next append, in seq order: the last of them has seq `#seq`. */
+  #queue: (LedgerCall | QueuedIntent)[] = [];
+  /** The next append, of the rows queued in this turn: every call among them waits on it. */
+  #batch: Promise<AppendOutcome> | undefined;
   /** The anchor row, once the heads of the other files are read; started by the first row. */
   #anchor: Promise<string> | undefined;
   #anchorLine: string | undefined;
@@ -234,18 +236,8 @@ export class Ledger {
    */
   call(entry: LedgerCall): Promise<AppendOutcome> {
     if (this.#broken) return Promise.resolve(this.#broken);
-    const seq = this.#next();
-    const who = this.#who(entry);
-    this.#queue.push(
-      `{"argsHash":"${entry.argsHash}","decision":"${entry.decision}","durationMs":${
-        durationText(entry.durationMs)
-      },"errorCode":${nullableString(entry.errorCode)},"intent":${
-        entry.intent === null ? "null" : String(entry.intent)
-      },"kind":"call","outcome":"${entry.outcome}${who.pluginPrev}`,
-      `${who.principal},"reason":${
-        nullableString(entry.reason)
-      }${who.riskSeq}${seq},"time":"${this.#now()}${who.toolEnd}`,
-    );
+    this.#next();
+    this.#queue.push(entry);
     return this.#schedule();
   }
 
@@ -253,12 +245,24 @@ export class Ledger {
   intent(entry: LedgerIntent): { seq: number; written: Promise<AppendOutcome> } {
     if (this.#broken) return { seq: 0, written: Promise.resolve(this.#broken) };
     const seq = this.#next();
-    const who = this.#who(entry);
-    this.#queue.push(
-      `{"argsHash":"${entry.argsHash}","kind":"intent${who.pluginPrev}`,
-      `${who.principal}${who.riskSeq}${seq},"time":"${this.#now()}${who.toolEnd}`,
-    );
+    this.#queue.push(new QueuedIntent(entry));
     return { seq, written: this.#schedule() };
+  }
+
+  /** A queued row's line: its text is made here, once, with its `prev` and the batch's time. */
+  #line(row: LedgerCall | QueuedIntent, seq: number, time: string): string {
+    if (row instanceof QueuedIntent) {
+      const who = this.#who(row.entry);
+      return `{"argsHash":"${row.entry.argsHash}","kind":"intent${who.pluginPrev}${this.#prev}${who.principal}${who.riskSeq}${seq},"time":"${time}${who.toolEnd}`;
+    }
+    const who = this.#who(row);
+    return `{"argsHash":"${row.argsHash}","decision":"${row.decision}","durationMs":${
+      durationText(row.durationMs)
+    },"errorCode":${nullableString(row.errorCode)},"intent":${
+      row.intent === null ? "null" : row.intent
+    },"kind":"call","outcome":"${row.outcome}${who.pluginPrev}${this.#prev}${who.principal},"reason":${
+      nullableString(row.reason)
+    }${who.riskSeq}${seq},"time":"${time}${who.toolEnd}`;
   }
 
   /** The text a row takes from who calls which tool, made once per tool: the same for each of its rows. */
@@ -308,68 +312,62 @@ export class Ledger {
       this.#queue.length = 0;
       return Promise.resolve(this.#broken);
     }
-    if (this.#batch) return this.#batch.done;
-    let resolve!: (outcome: AppendOutcome) => void;
-    const done = new Promise<AppendOutcome>((r) => (resolve = r));
-    this.#batch = { done, resolve };
-    if (this.#anchorLine !== undefined) {
-      // Behind every reaction already queued: the results ready in this turn join the batch.
-      queueMicrotask(() => this.#flush());
-    } else {
-      this.#anchor!.then(
-        (line) => {
-          this.#anchorLine = line;
-          this.#flush();
-        },
-        (error: unknown) => this.#fail(`the call ledger could not be anchored (${messageOf(error).split("\n")[0]})`),
-      );
-    }
-    return done;
+    if (this.#batch) return this.#batch;
+    // A reaction queued behind every one already queued: the results ready in this turn join the batch.
+    this.#batch = this.#anchorLine !== undefined ? SETTLED.then(() => this.#flush()) : this.#anchor!.then(
+      (line) => {
+        this.#anchorLine = line;
+        return this.#flush();
+      },
+      (error: unknown) => this.#fail(`the call ledger could not be anchored (${messageOf(error).split("\n")[0]})`),
+    );
+    return this.#batch;
   }
 
   /** Writes the queued rows with one append, each chained to the one before. */
-  #flush(): void {
-    const batch = this.#batch!;
-    const parts = this.#queue;
+  #flush(): AppendOutcome {
+    const rows = this.#queue;
     this.#batch = undefined;
     this.#queue = [];
-    if (this.#broken) return batch.resolve(this.#broken);
+    if (this.#broken) return this.#broken;
     this.settle();
     let text = "";
     if (this.#file === undefined) {
       text = this.#anchorLine + "\n";
       this.#prev = "sha256:" + platform().sha256Hex(this.#anchorLine!);
     }
-    const last = parts.length - 2;
-    for (let i = 0; i < last; i += 2) {
-      const line = parts[i] + this.#prev + parts[i + 1];
+    // The rows of one append were all ready in one turn: they share its time.
+    const time = this.#now();
+    let seq = this.#seq - rows.length;
+    const last = rows.length - 1;
+    for (let i = 0; i < last; i++) {
+      const line = this.#line(rows[i], ++seq, time);
       text += line + "\n";
       this.#prev = "sha256:" + platform().sha256Hex(line);
     }
-    const line = parts[last] + this.#prev + parts[last + 1];
+    const line = this.#line(rows[last], ++seq, time);
     try {
       this.#file ??= this.#open();
       this.#file.append(text + line + "\n");
     } catch (error) {
       // A failed append may have left part of a line: this file's chain cannot go on.
-      this.#fail(
+      return this.#fail(
         `the call ledger could not be written (${
           messageOf(error).split("\n")[0]
         }); later calls are not recorded either`,
       );
-      return batch.resolve(this.#broken!);
     }
     this.#unhashed = line;
     if (this.#seq >= NATIVE_HASH_AFTER) platform().preferNativeHash();
-    batch.resolve(WRITTEN);
+    return WRITTEN;
   }
 
-  #fail(error: string): void {
+  /** Breaks the ledger: the rows queued and every later one are reported as not written. */
+  #fail(error: string): AppendOutcome {
     this.#broken = { ok: false, error };
     this.#queue = [];
-    const batch = this.#batch;
     this.#batch = undefined;
-    batch?.resolve(this.#broken);
+    return this.#broken;
   }
 
   /**
@@ -389,7 +387,7 @@ export class Ledger {
    * as a crash. Nothing is written by a process that wrote no row.
    */
   async seal(): Promise<void> {
-    while (this.#batch) await this.#batch.done;
+    while (this.#batch) await this.#batch;
     if (this.#sealed) return;
     this.#sealed = true;
     if (this.#file === undefined || this.#broken) return;

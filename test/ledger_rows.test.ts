@@ -1,10 +1,198 @@
-// What a ledger row says of a call's time: the duration the call took, in
+// The ledger as it writes, in process: rows of one turn in one append, each
+// chained to the one before, who calls each time, the seal after the rows
+// still queued, and what it says when it cannot write. Then what a row says of
+// a call's time through a server: the duration the call took, in
 // milliseconds, within what the client measured around it.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { describe, it } from "node:test";
+import process from "node:process";
+import { after, before, describe, it } from "node:test";
+import { Ledger, type LedgerCall, verifyLedger } from "../core/ledger.ts";
+import { initPlatform, platform } from "../core/platform/mod.ts";
 import { connect, fixtureToolsDir, runtimeName, tempDir } from "./helpers.ts";
+
+/** sha256:<hex> of a text, computed here rather than by warden's own code. */
+function sha256(text: string): string {
+  return "sha256:" + createHash("sha256").update(text).digest("hex");
+}
+
+/** What governedCall gives the ledger for a finished call of `tool`. */
+function finished(tool: string, fields: Partial<LedgerCall> = {}): LedgerCall {
+  return {
+    tool,
+    risk: "read",
+    plugin: null,
+    principal: null,
+    argsHash: sha256("{}"),
+    decision: "allowed",
+    reason: null,
+    outcome: "ok",
+    errorCode: null,
+    durationMs: 0.25,
+    intent: null,
+    ...fields,
+  };
+}
+
+describe(`the ledger as it writes (${runtimeName})`, () => {
+  let work: { dir: string; remove: () => void };
+  before(async () => {
+    await initPlatform();
+    work = tempDir();
+  });
+  after(() => work.remove());
+
+  /** A ledger in a directory of its own, its appends kept as they are made. */
+  async function open(label: string) {
+    const dir = path.join(work.dir, label);
+    const appends: string[] = [];
+    const ledger = new Ledger(dir, (file) => {
+      const real = platform().fs.createAppendOnly(file);
+      return {
+        append: (text) => {
+          appends.push(text);
+          real.append(text);
+        },
+        close: () => real.close(),
+      };
+    });
+    await ledger.prepare();
+    const rows = () => readdirSync(dir).flatMap((f) => readFileSync(path.join(dir, f), "utf8").trim().split("\n"));
+    return { dir, ledger, appends, rows };
+  }
+
+  it("hashes arguments that have no canonical form as JSON.stringify writes them, and none as {}", async () => {
+    const { ledger } = await open("args");
+    assert.equal(ledger.argsHash(undefined), sha256("{}"));
+    assert.equal(ledger.argsHash({ b: 1, a: "x" }), sha256('{"a":"x","b":1}'));
+    // A number JSON cannot hold, a lone surrogate: one text per value all the same.
+    assert.equal(ledger.argsHash({ n: Number.NaN, b: 1 }), sha256('{"n":null,"b":1}'));
+    assert.equal(ledger.argsHash({ text: "\ud800" }), sha256('{"text":"\\ud800"}'));
+    assert.equal(ledger.argsHash({ b: 1, a: "x" }), sha256('{"a":"x","b":1}'), "after others, the same digest");
+  });
+
+  it("writes the rows ready in one turn with one append, chained, after the anchor", async () => {
+    const { dir, ledger, appends, rows } = await open("turns");
+    const first = await Promise.all([ledger.call(finished("a")), ledger.call(finished("b"))]);
+    assert.deepEqual(first, [{ ok: true }, { ok: true }]);
+    const declared = ledger.intent({ tool: "g", risk: "gate", plugin: null, principal: null, argsHash: sha256("{}") });
+    assert.equal(declared.seq, 4, "the anchor is row 1, then a and b");
+    assert.deepEqual(await declared.written, { ok: true });
+    assert.deepEqual(await ledger.call(finished("g", { risk: "gate", intent: declared.seq })), { ok: true });
+    await ledger.seal();
+    assert.deepEqual(appends.map((text) => text.split("\n").length - 1), [3, 1, 1, 1], "anchor, a and b; g; g; seal");
+    const lines = rows();
+    assert.deepEqual(lines.map((l) => JSON.parse(l).kind), ["anchor", "call", "call", "intent", "call", "seal"]);
+    lines.forEach((line, i) => {
+      const row = JSON.parse(line);
+      assert.equal(row.seq, i + 1);
+      assert.equal(row.prev, i === 0 ? "sha256:" + "0".repeat(64) : sha256(lines[i - 1]));
+    });
+    const [, a, b] = lines.map((l) => JSON.parse(l));
+    assert.equal(a.time, b.time, "rows written together share their time");
+    assert.deepEqual((await verifyLedger(dir)).status, "intact");
+  });
+
+  it("writes who calls each time, when a tool's risk, plugin or principal differs from its last row", async () => {
+    const { ledger, rows } = await open("who");
+    const plugin = { id: "p", manifestDigest: sha256("manifest") };
+    const calls = [
+      finished("t"),
+      finished("t", { principal: "ann@example.com" }),
+      finished("t", { principal: "ann@example.com", risk: "gate" }),
+      finished("t", { principal: "ann@example.com", risk: "gate", plugin }),
+      finished("t"),
+    ];
+    for (const entry of calls) assert.deepEqual(await ledger.call(entry), { ok: true });
+    await ledger.seal();
+    const written = rows().map((l) => JSON.parse(l)).filter((r) => r.kind === "call");
+    assert.deepEqual(
+      written.map((r) => [r.tool, r.risk, r.plugin, r.principal]),
+      calls.map((c) => [c.tool, c.risk, c.plugin, c.principal]),
+    );
+  });
+
+  it("seals after the rows still queued, refuses rows after the seal, and writes nothing without a row", async () => {
+    const { dir, ledger, rows } = await open("seal");
+    const queued = ledger.call(finished("late"));
+    await ledger.seal();
+    assert.deepEqual(await queued, { ok: true });
+    await ledger.seal();
+    assert.deepEqual(rows().map((l) => JSON.parse(l).kind), ["anchor", "call", "seal"], "sealed once");
+    const refused = {
+      ok: false,
+      error: "the call ledger is sealed (the server is stopping); this call is not recorded",
+    };
+    assert.deepEqual(await ledger.call(finished("after")), refused);
+    const declared = ledger.intent({ tool: "g", risk: "gate", plugin: null, principal: null, argsHash: sha256("{}") });
+    assert.deepEqual({ seq: declared.seq, written: await declared.written }, { seq: 0, written: refused });
+    assert.equal(rows().length, 3);
+    assert.deepEqual((await verifyLedger(dir)).status, "intact");
+
+    const idle = await open("idle");
+    await idle.ledger.seal();
+    assert.deepEqual(readdirSync(idle.dir), [], "a process that recorded nothing leaves no file");
+  });
+
+  it("after an append that failed, reports every later row as not written and writes nothing more, no seal", async () => {
+    const dir = path.join(work.dir, "failing");
+    const appends: string[] = [];
+    let fail = false;
+    const ledger = new Ledger(dir, (file) => {
+      const real = platform().fs.createAppendOnly(file);
+      return {
+        append: (text) => {
+          if (fail) throw new Error("No space left on device (os error 28)\nsecond line");
+          appends.push(text);
+          real.append(text);
+        },
+        close: () => real.close(),
+      };
+    });
+    await ledger.prepare();
+    assert.deepEqual(await ledger.call(finished("a")), { ok: true });
+    fail = true;
+    const error = "the call ledger could not be written (No space left on device (os error 28)); " +
+      "later calls are not recorded either";
+    assert.deepEqual(await Promise.all([ledger.call(finished("b")), ledger.call(finished("c"))]), [
+      { ok: false, error },
+      { ok: false, error },
+    ]);
+    fail = false;
+    assert.deepEqual(await ledger.call(finished("d")), { ok: false, error });
+    await ledger.seal();
+    assert.equal(appends.length, 1, "the first append only: a broken chain gets no row and no seal");
+  });
+
+  it("anchors to every file no earlier anchor holds, and names its own file by its start time and pid", async () => {
+    const { dir, ledger } = await open("unanchored");
+    // A version 1 file: rows, and no anchor to say which heads are held already.
+    const old = "2026-01-01T00-00-00-000Z-42.jsonl";
+    writeFileSync(path.join(dir, old), '{"seq":1,"v":1}\n{"seq":2,"v":1}\n');
+    assert.deepEqual(await ledger.call(finished("a")), { ok: true });
+    await ledger.seal();
+    const mine = readdirSync(dir).find((name) => name !== old)!;
+    assert.match(mine, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d-\\d{3}Z-${process.pid}\\.jsonl$`));
+    const anchor = JSON.parse(readFileSync(path.join(dir, mine), "utf8").split("\n")[0]);
+    assert.deepEqual(anchor.heads, [{ file: old, seq: 2, hash: sha256('{"seq":2,"v":1}') }]);
+  });
+
+  it("reports a directory gone before the first row as an anchor it could not write, for every later call", async () => {
+    const { dir, ledger } = await open("gone");
+    rmSync(dir, { recursive: true });
+    const first = await ledger.call(finished("a"));
+    assert.equal(first.ok, false);
+    assert.match(
+      (first as { error: string }).error,
+      /^the call ledger could not be anchored \(.*(ENOENT|No such file)/i,
+    );
+    assert.deepEqual(await ledger.call(finished("b")), first);
+    await ledger.seal();
+    assert.equal(existsSync(dir), false);
+  });
+});
 
 describe(`ledger rows (${runtimeName})`, () => {
   it("record a call's duration in milliseconds, no shorter than the tool took and no longer than the round trip", async () => {

@@ -1,0 +1,280 @@
+// `warden ledger verify` on ledger files made here, row by row, each with one
+// kind of damage: every finding is named with its file, its row and its words,
+// the most severe decides the headline and the exit code, and an anchor longer
+// than the first read of a file is read whole.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { runtimeName, runWarden, tempDir } from "./helpers.ts";
+
+const GENESIS = "sha256:" + "0".repeat(64);
+/** A pid no process can have (above any pid_max): its files read as a crash, not as still being written. */
+const DEAD = 2 ** 30;
+const TIME = "2026-01-01T00:00:00.000Z";
+
+function sha256(text: string): string {
+  return "sha256:" + createHash("sha256").update(text).digest("hex");
+}
+
+/** RFC 8785 for the plain values of a row: keys sorted at every level. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(record[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+type Row = Record<string, unknown>;
+const anchor = (heads: unknown[] = []): Row => ({ heads, kind: "anchor", pid: DEAD, time: TIME, v: 2 });
+const call = (fields: Row = {}): Row => ({
+  argsHash: sha256("{}"),
+  decision: "allowed",
+  durationMs: 1.5,
+  errorCode: null,
+  intent: null,
+  kind: "call",
+  outcome: "ok",
+  pid: DEAD,
+  plugin: null,
+  principal: null,
+  reason: null,
+  risk: "read",
+  time: TIME,
+  tool: "echo",
+  v: 2,
+  ...fields,
+});
+const intent = (fields: Row = {}): Row => ({
+  argsHash: sha256("{}"),
+  kind: "intent",
+  pid: DEAD,
+  plugin: null,
+  principal: null,
+  risk: "gate",
+  time: TIME,
+  tool: "run",
+  v: 2,
+  ...fields,
+});
+const seal = (): Row => ({ kind: "seal", pid: DEAD, time: TIME, v: 2 });
+
+/** The lines of a chained file: each row gets its seq and the hash of the line before, unless it names its own. */
+function chain(rows: Row[]): string[] {
+  let prev = GENESIS;
+  return rows.map((row, i) => {
+    const line = canonical({ seq: i + 1, prev, ...row });
+    prev = sha256(line);
+    return line;
+  });
+}
+
+function write(dir: string, name: string, lines: string[], end = "\n"): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, name), lines.length ? lines.join("\n") + end : "");
+  return name;
+}
+
+type Finding = { kind: string; file: string; line: number; problem: string };
+
+/** `warden ledger verify` of `dir`, as JSON and as text, which must agree on the exit code. */
+async function verify(dir: string) {
+  const [json, text] = await Promise.all([
+    runWarden(["ledger", "verify", "--json", "--ledger", dir]),
+    runWarden(["ledger", "verify", "--ledger", dir]),
+  ]);
+  assert.equal(json.code, text.code, json.stderr + text.stderr);
+  const report = JSON.parse(json.stdout) as { status: string; files: number; rows: number; findings: Finding[] };
+  return { code: json.code, report, text: text.stdout.replace(/\n$/, "").split("\n") };
+}
+
+describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
+  let work: { dir: string; remove: () => void };
+  before(() => {
+    work = tempDir();
+  });
+  after(() => work.remove());
+
+  it("names the first bad row of each file and why, whatever is wrong with it", async () => {
+    const dir = path.join(work.dir, "damaged");
+    const cases: { lines: string[]; line: number; problem: string }[] = [];
+    const add = (lines: string[], line: number, problem: string) => cases.push({ lines, line, problem });
+    const replaced = (rows: Row[], index: number, line: string) => chain(rows).map((l, i) => (i === index ? line : l));
+
+    add(replaced([anchor(), call()], 1, "{not json"), 2, "not JSON");
+    add(
+      chain([anchor(), call({ kind: "audit" })]),
+      2,
+      'not a ledger row (unknown kind "audit"; expected anchor, call, intent or seal)',
+    );
+    add(chain([anchor(), call({ v: 3 })]), 2, "not a ledger row of a known version (v 3; this warden reads 1 and 2)");
+    add(
+      chain([anchor(), call({ v: undefined })]),
+      2,
+      "not a ledger row of a known version (v undefined; this warden reads 1 and 2)",
+    );
+    add(
+      chain([anchor(), call({ decision: "maybe" })]),
+      2,
+      'not a ledger row (Invalid type: Expected ("allowed" | "denied") but received "maybe")',
+    );
+    const spaced = chain([anchor(), call()]);
+    add([spaced[0], spaced[1].replace('"decision":', '"decision": ')], 2, "not in canonical form");
+    add(chain([anchor(), call({ seq: 3 })]), 2, "seq 3 where 2 was due");
+    add(chain([anchor(), call(), call({ prev: GENESIS })]), 3, "prev does not match the previous row");
+    const v1 = {
+      argsHash: sha256("{}"),
+      decision: "allowed",
+      durationMs: 1,
+      errorCode: null,
+      outcome: "ok",
+      pid: DEAD,
+      plugin: null,
+      principal: null,
+      reason: null,
+      risk: "read",
+      time: TIME,
+      tool: "echo",
+      v: 1,
+    };
+    add(chain([v1, call()]), 2, "a version 2 row in a version 1 file");
+    add(chain([anchor(), v1]), 2, "a version 1 row in a version 2 file");
+    add(chain([anchor(), seal(), call()]), 3, "a row after the seal");
+    add(chain([call(), seal()]), 1, "the first row is not an anchor");
+    // The call closes the intent; a second call cannot close it again.
+    add(
+      chain([anchor(), intent(), call({ intent: 2 }), call({ intent: 2 }), seal()]),
+      4,
+      "the call names intent 2, not an open intent",
+    );
+    add(chain([anchor(), call({ intent: 7 }), seal()]), 2, "the call names intent 7, not an open intent");
+
+    const names = cases.map((c, i) =>
+      write(dir, `2026-01-01T00-00-${String(i).padStart(2, "0")}-000Z-1.jsonl`, c.lines)
+    );
+    const { code, report, text } = await verify(dir);
+    assert.equal(code, 3, text.join("\n"));
+    const expected = cases.map((c, i) => ({ kind: "broken", file: names[i], line: c.line, problem: c.problem }));
+    assert.deepEqual(report.findings, expected);
+    // Rows before each file's bad one are read and counted; a broken file is not judged unsealed as well.
+    const rows = cases.reduce((sum, c) => sum + c.line - 1, 0);
+    assert.deepEqual(
+      { status: report.status, files: report.files, rows: report.rows },
+      { status: "broken", files: cases.length, rows },
+    );
+    assert.deepEqual(text, [
+      `Ledger broken: ${rows} rows in ${cases.length} file(s), ${cases.length} finding(s)`,
+      ...expected.map((f) => `broken: ${f.file} line ${f.line}: ${f.problem}`),
+    ]);
+  });
+
+  it("reports what a crash leaves, most severe first: a torn row, files never sealed, calls never finished", async () => {
+    const dir = path.join(work.dir, "crashed");
+    const onlyAnchor = write(dir, "2026-01-01T00-00-01-000Z-1.jsonl", chain([anchor()]));
+    const lastCall = write(dir, "2026-01-01T00-00-02-000Z-1.jsonl", chain([anchor(), call()]));
+    const openIntent = write(dir, "2026-01-01T00-00-03-000Z-1.jsonl", chain([anchor(), intent(), call(), seal()]));
+    const torn = write(dir, "2026-01-01T00-00-04-000Z-1.jsonl", [...chain([anchor(), call()]), '{"argsHash":"sha'], "");
+    // An empty file: nothing to check, nothing to report.
+    write(dir, "2026-01-01T00-00-05-000Z-1.jsonl", []);
+    const never = (line: number, what: string) =>
+      `never sealed: its process (pid ${DEAD}) ended without a clean exit (a crash, or its seal was cut off); last row ${line}: ${what}`;
+    const expected: Finding[] = [
+      { kind: "torn", file: torn, line: 3, problem: "the last row is incomplete" },
+      { kind: "unsealed", file: onlyAnchor, line: 1, problem: never(1, `the anchor, at ${TIME}`) },
+      { kind: "unsealed", file: lastCall, line: 2, problem: never(2, `call of "echo" at ${TIME}`) },
+      { kind: "unsealed", file: torn, line: 2, problem: never(2, `call of "echo" at ${TIME}`) },
+      {
+        kind: "unfinished",
+        file: openIntent,
+        line: 2,
+        problem: `the gate call of "run" that started at ${TIME} never finished`,
+      },
+    ];
+    const { code, report, text } = await verify(dir);
+    assert.equal(code, 4, text.join("\n"));
+    assert.deepEqual(report.findings, expected);
+    assert.deepEqual(text, [
+      "Ledger torn: 9 rows in 5 file(s), 5 finding(s)",
+      ...expected.map((f) => `${f.kind}: ${f.file} line ${f.line}: ${f.problem}`),
+    ]);
+
+    const sealedOnly = path.join(work.dir, "unfinished");
+    write(sealedOnly, openIntent, chain([anchor(), intent(), call(), seal()]));
+    const unfinished = await verify(sealedOnly);
+    assert.equal(unfinished.code, 10);
+    assert.deepEqual(unfinished.text, [
+      "Ledger has unfinished calls: 4 rows in 1 file(s), 1 finding(s)",
+      `unfinished: ${openIntent} line 2: the gate call of "run" that started at ${TIME} never finished`,
+    ]);
+  });
+
+  it("reads an anchor longer than the first read of a file whole, and takes seq 0 as a file with no row", async () => {
+    const dir = path.join(work.dir, "many");
+    const heads = [];
+    for (let i = 0; i < 40; i++) {
+      const lines = chain([anchor(), call(), seal()]);
+      const file = write(dir, `2026-01-01T00-00-${String(i).padStart(2, "0")}-000Z-1.jsonl`, lines);
+      heads.push({ file, hash: sha256(lines[2]), seq: 3 });
+    }
+    heads.push({ file: write(dir, "2026-01-01T00-00-59-000Z-1.jsonl", []), hash: GENESIS, seq: 0 });
+    const lines = chain([anchor(heads), seal()]);
+    assert.ok(lines[0].length > 4096, `an anchor of ${lines[0].length} characters`);
+    const last = write(dir, "2026-01-01T00-01-00-000Z-1.jsonl", lines);
+    let found = await verify(dir);
+    assert.equal(found.code, 0, found.text.join("\n"));
+    assert.deepEqual(found.text, ["Ledger intact: 122 rows in 42 file(s)"]);
+
+    // The same anchor, with one head that is not the row it names: found through the long anchor.
+    const wrong = heads.map((h, i) => (i === 39 ? { ...h, hash: sha256("another row") } : h));
+    write(dir, last, chain([anchor(wrong), seal()]));
+    found = await verify(dir);
+    assert.equal(found.code, 3);
+    assert.deepEqual(found.text.slice(1), [
+      `broken: ${
+        heads[39].file
+      } line 3: not the row the anchor of ${last} (line 1) committed to (the file was rewritten)`,
+    ]);
+  });
+
+  it("says what it found where there is no ledger or it cannot read one, and refuses another command", async () => {
+    const empty = path.join(work.dir, "empty");
+    mkdirSync(empty);
+    writeFileSync(path.join(empty, "notes.txt"), "not a ledger file");
+    for (const dir of [empty, path.join(work.dir, "nowhere")]) {
+      const text = await runWarden(["ledger", "verify", "--ledger", dir]);
+      assert.deepEqual([text.code, text.stdout], [5, `No ledger in ${dir}\n`]);
+      const json = await runWarden(["ledger", "verify", "--json", "--ledger", dir]);
+      assert.deepEqual(JSON.parse(json.stdout), { status: "absent", files: 0, rows: 0, findings: [], notes: [] });
+    }
+
+    const notADir = path.join(work.dir, "a-file");
+    writeFileSync(notADir, "x");
+    const { code, report, text } = await verify(notADir);
+    assert.equal(code, 6);
+    assert.equal(text[0], "Ledger unreadable: 0 rows in 0 file(s), 1 finding(s)");
+    assert.equal(report.findings.length, 1);
+    assert.deepEqual({ ...report.findings[0], problem: "" }, {
+      kind: "unreadable",
+      file: notADir,
+      line: 0,
+      problem: "",
+    });
+    assert.match(text[1], new RegExp(`^unreadable: ${notADir} line 0: .*(ENOTDIR|not a directory)`, "i"));
+
+    for (const args of [[], ["check"], ["verify", "--bogus"], ["verify", "--json", "more"]]) {
+      const refused = await runWarden(["ledger", ...args, "--ledger", empty]);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.equal(refused.stdout, "");
+      assert.equal(
+        refused.stderr,
+        `warden: Invalid command line: expected "warden ledger verify [--json]"; received ${
+          JSON.stringify(args.join(" "))
+        }\n`,
+      );
+    }
+  });
+});
