@@ -205,6 +205,17 @@ fixtureSuite("code_dead_exports, commonjs_emit", "commonjs_emit", (get) => {
   });
 });
 
+fixtureSuite("code_dead_exports, merged_exports", "merged_exports", (get) => {
+  it("reports a name declared as a type and as a value once, as the value", async () => {
+    const r = await dead(get(), { defaultEntries: false });
+    assert.deepEqual(r.dead.map((f) => [f.file, f.name, f.line, f.kind, f.typeOnly]), [
+      ["src/m.ts", "Z", 2, "variable", false],
+      ["src/m.ts", "Y", 4, "function", false],
+      ["src/m.ts", "OnlyType", 5, "interface", true],
+    ]);
+  });
+});
+
 fixtureSuite("code_dead_exports, type_imports", "type_imports", (get) => {
   it("counts import type and inline type specifiers as uses", async () => {
     const r = await dead(get());

@@ -349,10 +349,15 @@ export function exportUsage(graph: ModuleGraph, entries: readonly EntryPoint[]):
   let total = 0;
   for (const [file, module] of [...modules].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (module.outside || !module.summary) continue;
-    const seen = new Set<string>();
+    // A name declared as a type and as a value (`interface Z` and `const Z`) is one export, and a value: its kinds are
+    // the union of its declarations, so the finding is the first value declaration when there is one.
+    const byName = new Map<string, ExportRecord>();
     for (const record of module.summary.exports) {
-      if (record.name === "*" || seen.has(record.name)) continue;
-      seen.add(record.name);
+      const first = byName.get(record.name);
+      if (!first || (first.typeOnly && !record.typeOnly)) byName.set(record.name, record);
+    }
+    for (const record of byName.values()) {
+      if (record.name === "*") continue;
       total++;
       const finding = {
         file,
