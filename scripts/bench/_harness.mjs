@@ -462,3 +462,18 @@ export function markdownTable(headers, rows) {
 export function print(text = "") {
   process.stdout.write(`${text}\n`);
 }
+
+/** The packed tarball of an npm package spec, `npm pack`ed once into .bench/code-intel/pkgs/ (shared by the benches). */
+export function packedTarball(spec) {
+  const packsDir = path.join(benchDir, "code-intel", "pkgs");
+  mkdirSync(packsDir, { recursive: true });
+  let tarball = readdirSync(packsDir).find((f) => f.startsWith(`${spec}-`) && f.endsWith(".tgz"));
+  if (!tarball) {
+    note(`bench: npm pack ${spec} ...`);
+    const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+    const result = spawnSync(npm, ["pack", spec, "--silent"], { cwd: packsDir, encoding: "utf8" });
+    if (result.status !== 0) fail(`npm pack ${spec} failed: ${result.stderr}`);
+    tarball = result.stdout.trim().split("\n").pop();
+  }
+  return { name: tarball.replace(/\.tgz$/, ""), file: path.join(packsDir, tarball) };
+}

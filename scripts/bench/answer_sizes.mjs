@@ -22,6 +22,7 @@ import {
   initializeParams,
   markdownTable,
   note,
+  packedTarball,
   parseFlags,
   print,
   repoRoot,
@@ -33,26 +34,16 @@ const flags = parseFlags(process.argv.slice(2), { packages: "zod,effect,typeorm"
 if (!["node", "deno"].includes(flags.runtime)) fail(`--runtime takes node or deno, received "${flags.runtime}"`);
 const PAGE_BYTES = 16 * 1024;
 const workDir = path.join(benchDir, "answer-sizes");
-// The packed tarballs are shared with code_intel.mjs.
-const packsDir = path.join(benchDir, "code-intel", "pkgs");
-const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const MODULE = /\.(?:[mc]?[jt]s|[jt]sx)$/;
 
 /** The whole published package, unpacked once, in a git repository with nothing committed. */
 function preparePackage(spec) {
-  mkdirSync(packsDir, { recursive: true });
-  let tarball = readdirSync(packsDir).find((f) => f.startsWith(`${spec}-`) && f.endsWith(".tgz"));
-  if (!tarball) {
-    note(`bench: npm pack ${spec} ...`);
-    const result = spawnSync(npm, ["pack", spec, "--silent"], { cwd: packsDir, encoding: "utf8" });
-    if (result.status !== 0) fail(`npm pack ${spec} failed: ${result.stderr}`);
-    tarball = result.stdout.trim().split("\n").pop();
-  }
-  const dir = path.join(workDir, tarball.replace(/\.tgz$/, ""));
+  const { name, file } = packedTarball(spec);
+  const dir = path.join(workDir, name);
   if (!existsSync(path.join(dir, "package.json"))) {
     mkdirSync(dir, { recursive: true });
-    const result = spawnSync("tar", ["xzf", path.join(packsDir, tarball), "-C", dir, "--strip-components=1"]);
-    if (result.status !== 0) fail(`cannot unpack ${tarball}`);
+    const result = spawnSync("tar", ["xzf", file, "-C", dir, "--strip-components=1"]);
+    if (result.status !== 0) fail(`cannot unpack ${file}`);
   }
   // A repository of its own (the package is not under the one above), every file untracked: change_summary's worst.
   if (!existsSync(path.join(dir, ".git"))) spawnSync("git", ["init", "-q", dir]);
@@ -60,7 +51,7 @@ function preparePackage(spec) {
     .filter((e) => e.isFile() && MODULE.test(e.name) && !(e.parentPath ?? e.path).includes("node_modules"))
     .map((e) => path.relative(dir, path.join(e.parentPath ?? e.path, e.name)).split(path.sep).join("/"))
     .sort();
-  return { name: tarball.replace(/\.tgz$/, ""), dir, modules };
+  return { name, dir, modules };
 }
 
 function wardenServer(dir) {

@@ -11,7 +11,7 @@
 //   node scripts/bench/code_intel.mjs [--runs 3] [--runtime node|deno|both] [--packages rxjs,zod,effect]
 //     [--modules 3200] [--main dist/core/main.js]
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import {
@@ -25,6 +25,7 @@ import {
   markdownTable,
   median,
   note,
+  packedTarball,
   parseFlags,
   print,
   ratio,
@@ -45,7 +46,6 @@ const runtimes = runtimesOf(flags.runtime);
 const workDir = path.join(benchDir, "code-intel");
 const peersDir = path.join(workDir, "peers");
 const treesDir = path.join(workDir, "trees");
-const packsDir = path.join(workDir, "pkgs");
 const emptyPlugins = path.join(workDir, "no-plugins");
 const timeBin = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
@@ -237,32 +237,25 @@ function sourceOf(dir, target) {
 }
 
 function preparePackage(spec) {
-  mkdirSync(packsDir, { recursive: true });
-  let tarball = readdirSync(packsDir).find((f) => f.startsWith(`${spec}-`) && f.endsWith(".tgz"));
-  if (!tarball) {
-    note(`bench: npm pack ${spec} ...`);
-    const result = spawnSync(npm, ["pack", spec, "--silent"], { cwd: packsDir, encoding: "utf8" });
-    if (result.status !== 0) fail(`npm pack ${spec} failed: ${result.stderr}`);
-    tarball = result.stdout.trim().split("\n").pop();
-  }
+  const { name, file } = packedTarball(spec);
   const dir = path.join(treesDir, spec);
   if (!existsSync(path.join(dir, "src"))) {
     mkdirSync(dir, { recursive: true });
     const result = spawnSync("tar", [
       "xzf",
-      path.join(packsDir, tarball),
+      file,
       "-C",
       dir,
       "--strip-components=1",
       "package/src",
     ]);
-    if (result.status !== 0) fail(`${tarball} has no src/ to unpack`);
+    if (result.status !== 0) fail(`${name} has no src/ to unpack`);
     mkdirSync(path.join(dir, ".git"), { recursive: true });
   }
   // Both tools get the same entry points: the package's own exports, each mapped from its build output to
   // the source file it is built from (the packed package.json points at dist/, which is not unpacked).
   const packed = JSON.parse(
-    spawnSync("tar", ["xzf", path.join(packsDir, tarball), "-O", "package/package.json"], { encoding: "utf8" }).stdout,
+    spawnSync("tar", ["xzf", file, "-O", "package/package.json"], { encoding: "utf8" }).stdout,
   );
   const exports = {};
   const targets = (value) =>
@@ -299,7 +292,7 @@ function preparePackage(spec) {
       include: ["src"],
     }) + "\n",
   );
-  return { name: `${tarball.replace(/\.tgz$/, "")} (src/)`, dir };
+  return { name: `${name} (src/)`, dir };
 }
 
 // ---------------------------------------------------------------------------
