@@ -20,6 +20,7 @@
 // computed only when a page leaves rows for later or a cursor is given, and
 // kept in the graph's memo where the answer is a function of the graph.
 import * as v from "valibot";
+import { canonicalJson } from "../../core/canonical_json.ts";
 import { problem, received, WardenError } from "../../core/errors.ts";
 import { sha256Digest, sha256Sync } from "../../core/sha256.ts";
 
@@ -226,12 +227,14 @@ function utf8Length(text: string): number {
 }
 
 /**
- * The digest of every argument but the cursor, in key order, absent ones left out. In plain JavaScript: a few
- * hundred bytes, where WebCrypto's trip through the thread pool cost a loaded machine milliseconds a call.
+ * The digest of every argument but the cursor, in canonical form (key order at every depth), absent ones left out. In
+ * plain JavaScript: a few hundred bytes, where WebCrypto's trip through the thread pool cost a loaded machine
+ * milliseconds a call.
  */
 function argsDigest(args: Readonly<Record<string, unknown>>): string {
-  const keys = Object.keys(args).filter((key) => key !== "cursor" && args[key] !== undefined).sort();
-  return sha256Sync(JSON.stringify(keys.map((key) => [key, args[key]]))).slice(0, DIGEST_HEX);
+  const { cursor: _cursor, ...rest } = args;
+  const given = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
+  return sha256Sync(canonicalJson(given)).slice(0, DIGEST_HEX);
 }
 
 /** How many answers' digests a memo keeps: the last few queries, not one per module ever asked about. */
