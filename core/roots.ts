@@ -98,8 +98,11 @@ function lstatOrNull(target: string): FileStat | null {
   }
 }
 
-/** By path segments, never by string prefix: `/x/root-evil` is not inside `/x/root`, `/x/root/..a` is. */
-function isInside(parent: string, child: string): boolean {
+/**
+ * Whether `child` is `parent` or under it, by path segments, never by string prefix: `/x/root-evil` is not inside
+ * `/x/root`, `/x/root/..a` is, and everything is inside `/`.
+ */
+export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(parent, child);
   return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }

@@ -8,7 +8,7 @@ import path from "node:path";
 import { problem, received, WardenError } from "./errors.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";
-import { realDirectory, type RootFs } from "./roots.ts";
+import { isInside, realDirectory, type RootFs } from "./roots.ts";
 
 /** What a tool may ask of ctx.spawn. */
 export interface SpawnRequest {
@@ -290,14 +290,12 @@ const HARMLESS_PATHS = new Set([
 async function refuseOutsidePaths(who: string, fs: RootFs, cwd: string, args: readonly string[]): Promise<void> {
   const roots: string[] = [];
   for (const id of fs.rootIds) roots.push(await realDirectory(fs, id, "."));
-  // A root of "/" already ends in the separator.
-  const inside = (candidate: string) =>
-    roots.some((r) => candidate === r || candidate.startsWith(r.endsWith(path.sep) ? r : r + path.sep));
   for (const arg of args) {
     const eq = arg.indexOf("=");
     for (const text of eq > 0 ? [arg, arg.slice(eq + 1)] : [arg]) {
       if (HARMLESS_PATHS.has(text)) continue;
-      if (text.startsWith("~") || !inside(await wouldBe(path.resolve(cwd, text)))) {
+      const real = text.startsWith("~") ? null : await wouldBe(path.resolve(cwd, text));
+      if (real === null || !roots.some((root) => isInside(root, real))) {
         throw new WardenError(
           "capability_denied",
           problem(
