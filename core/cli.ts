@@ -9,7 +9,6 @@ import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./roots.ts";
 import type { Spawner } from "./spawn.ts";
 import type { HostFacts } from "./tool.ts";
-import type { PluginRecord } from "./plugins/discover.ts";
 
 /** What every command is given: the catalog and the facts to build a context from. */
 export interface CommandEnv {
@@ -261,7 +260,8 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
  * The plugins beside the golden catalog, for `warden catalog`: each is its own contract, identified by its manifest
  * digest (which the lock pins), and the served catalog's digest covers them with the built-in tools.
  */
-function pluginsBeside(env: CommandEnv, records: readonly PluginRecord[], goldenName: string): string {
+function pluginsBeside(env: CommandEnv, goldenName: string): string {
+  const records = env.host.extensions;
   if (records.length === 0) return "";
   const lines = [`Plugins beside it, not in ${goldenName}; each pinned by its manifest digest in the lock file:`];
   for (const r of records) {
@@ -286,7 +286,6 @@ export async function catalogCommand(
   env: CommandEnv,
   args: readonly string[],
   contract: Catalog,
-  plugins: readonly PluginRecord[],
 ): Promise<number> {
   let mode: "print" | "check" | "update" = "print";
   let goldenPath = platform().fromFileUrl(env.goldenUrl);
@@ -303,7 +302,7 @@ export async function catalogCommand(
     }
   }
   const current = goldenText(contract);
-  const beside = () => platform().writeStderr(pluginsBeside(env, plugins, goldenName));
+  const beside = () => platform().writeStderr(pluginsBeside(env, goldenName));
   if (mode === "print") {
     print(current);
     beside();

@@ -321,7 +321,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return code;
     }
     if (command === "call") return await callCommand(env, args);
-    return await catalogCommand(env, args, await buildCatalog(builtins), plugins.records);
+    return await catalogCommand(env, args, await buildCatalog(builtins));
   } finally {
     await ledger.seal();
     await plugins.stop();
