@@ -94,6 +94,11 @@ export class TopLevel {
   /** `export * from "x"` (`what` "*"), `export * as ns from "x"` (`what` the name), `export { a } from "x"`. */
   reExport(specifier: string, line: number, typeOnly: boolean, what: string | readonly ExportElement[]): void {
     this.moduleSyntax = this.exportStatements = true;
+    this.#reExportRecord(specifier, line, typeOnly, what);
+  }
+
+  /** The import and exports a re-export records, whether ES syntax or a CommonJS helper made it. */
+  #reExportRecord(specifier: string, line: number, typeOnly: boolean, what: string | readonly ExportElement[]): void {
     const from = this.imports.length;
     const bindings: PendingBinding[] = [];
     if (typeof what === "string") {
@@ -169,11 +174,8 @@ export class TopLevel {
       if (index !== -1) this.exports.splice(index, 1);
       this.#commonjsPlaceholders.delete(what);
     }
-    // Recorded as a re-export, but it is no ES module syntax (which would make its other CommonJS exports none).
-    const { moduleSyntax, exportStatements } = this;
-    this.reExport(specifier, line, false, what);
-    this.moduleSyntax = moduleSyntax;
-    this.exportStatements = exportStatements;
+    // A re-export, but no ES module syntax: the file's other CommonJS exports stay exports.
+    this.#reExportRecord(specifier, line, false, what);
   }
 
   /** `export default <expression>` and `export = <expression>`; `local` when the expression is a name. */
