@@ -15,8 +15,11 @@
 //
 // The bundle exports `tools` (tool name → async (args, ctx) => result) or
 // `plugin` from the SDK's definePlugin (tool name → { handler, ... }). ctx has
-// signal, fs (readText, list, glob, stat, stats, rootIds: RPCs to the host), roots
-// (the same ids), progress(p, total?, message?) and log(level, data).
+// signal, fs (readText, list, glob, stat, stats, write, rootIds), roots (the
+// same ids), spawn(argv, options?), fetch(url, options?), progress(p, total?,
+// message?) and log(level, data). Every fs method, spawn and fetch is a host
+// request: the host answers it, or refuses it when the plugin's risk class or
+// manifest does not allow it (core/plugins/sdk.ts types them for authors).
 //
 // Before the bundle is imported, the worker is hardened (and so is every
 // Worker the plugin starts, whose module is wrapped): no web storage (the
@@ -25,7 +28,7 @@
 // node's process, which reads them).
 //
 // Each call comes with a token, an unguessable string the host made for it:
-// every message about the call (result, fs, progress, log) carries it, and the
+// every message about the call (result, host-request, progress, log) carries it, and the
 // host refuses one whose token is not its call's. It lives only in the ctx
 // closure and in message objects without a prototype, handled with functions
 // taken before the plugin's code runs, so plugin code can use a ctx it was
@@ -34,11 +37,12 @@
 // only of its own: every call in this child is one of this plugin's.)
 //
 // Protocol, host → child: {type:"load", code, rootIds, maxMessageBytes}, {type:"call", id,
-// token, tool, args}, {type:"cancel", callId}, {type:"fs-reply", id, ok, value |
+// token, tool, args}, {type:"cancel", callId}, {type:"host-reply", id, ok, value |
 // error:{code, message}}. Child → host: {type:"loaded", ok, tools |
 // error:{message}}, {type:"result", callId, token, ok, value | error:{message, code?,
-// kind?}}, {type:"fs", id, callId, token, op, args}, {type:"progress", callId, token,
-// progress, total?, message?}, {type:"log", callId, token, level, data}.
+// kind?}}, {type:"host-request", id, callId, token, op, args}, {type:"progress", callId, token,
+// progress, total?, message?}, {type:"log", callId, token, level, data}. A host-request's op
+// is readText, list, glob, stat, stats, write, spawn or fetch.
 
 /** The part of the Deno namespace the main thread uses. */
 interface ChildDeno {
@@ -164,8 +168,9 @@ export function childMain(): void {
     /** The host's limit on one line; the envelope of a result counts. */
     let maxMessageBytes = Infinity;
     const calls = new Map<number, AbortController>();
-    const fsWaiting = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
-    let nextFsId = 1;
+    /** Host requests waiting for their host-reply, by request id. */
+    const waiting = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+    let nextRequestId = 1;
 
     const describe = (error: unknown): Message => {
       try {
@@ -182,19 +187,19 @@ export function childMain(): void {
     const abortError = (signal: AbortSignal) =>
       signal.reason instanceof Error ? signal.reason : new DOMException("The call was cancelled", "AbortError");
 
-    const rpc = (callId: number, token: string, op: string, args: unknown[]): Promise<unknown> => {
+    const hostRequest = (callId: number, token: string, op: string, args: unknown[]): Promise<unknown> => {
       const controller = calls.get(callId);
-      if (!controller) return Promise.reject(new Error("File access is only possible during a call"));
+      if (!controller) return Promise.reject(new Error("Requests to the host are only possible during a call"));
       const signal = controller.signal;
       if (signal.aborted) return Promise.reject(abortError(signal));
-      const id = nextFsId++;
+      const id = nextRequestId++;
       return new Promise((resolve, reject) => {
         const onAbort = () => {
-          fsWaiting.delete(id);
+          waiting.delete(id);
           reject(abortError(signal));
         };
         signal.addEventListener("abort", onAbort, { once: true });
-        fsWaiting.set(id, {
+        waiting.set(id, {
           resolve(value) {
             signal.removeEventListener("abort", onAbort);
             resolve(value);
@@ -204,7 +209,7 @@ export function childMain(): void {
             reject(error);
           },
         });
-        send({ __proto__: null, type: "fs", id, callId, token, op, args });
+        send({ __proto__: null, type: "host-request", id, callId, token, op, args });
       });
     };
 
@@ -254,20 +259,20 @@ export function childMain(): void {
       const fs = Object.freeze({
         rootIds: Object.freeze([...rootIds]),
         readText: (root: unknown, path: unknown, options?: unknown) =>
-          rpc(callId, token, "readText", [root, path, options]),
-        list: (root: unknown, dir?: unknown) => rpc(callId, token, "list", [root, dir]),
+          hostRequest(callId, token, "readText", [root, path, options]),
+        list: (root: unknown, dir?: unknown) => hostRequest(callId, token, "list", [root, dir]),
         glob: (root: unknown, patterns: unknown, options?: unknown) =>
-          rpc(callId, token, "glob", [root, patterns, options]),
-        stat: (root: unknown, path: unknown) => rpc(callId, token, "stat", [root, path]),
-        stats: (root: unknown, paths: unknown) => rpc(callId, token, "stats", [root, paths]),
-        write: (root: unknown, path: unknown, data: unknown) => rpc(callId, token, "write", [root, path, data]),
+          hostRequest(callId, token, "glob", [root, patterns, options]),
+        stat: (root: unknown, path: unknown) => hostRequest(callId, token, "stat", [root, path]),
+        stats: (root: unknown, paths: unknown) => hostRequest(callId, token, "stats", [root, paths]),
+        write: (root: unknown, path: unknown, data: unknown) => hostRequest(callId, token, "write", [root, path, data]),
       });
       const ctx = Object.freeze({
         signal: controller.signal,
         fs,
         roots: fs.rootIds,
-        spawn: (argv: unknown, options?: unknown) => rpc(callId, token, "spawn", [argv, options]),
-        fetch: (url: unknown, options?: unknown) => rpc(callId, token, "fetch", [url, options]),
+        spawn: (argv: unknown, options?: unknown) => hostRequest(callId, token, "spawn", [argv, options]),
+        fetch: (url: unknown, options?: unknown) => hostRequest(callId, token, "fetch", [url, options]),
         progress(progress: number, total?: number, text?: string) {
           if (!controller.signal.aborted) {
             try {
@@ -350,16 +355,16 @@ export function childMain(): void {
         case "cancel":
           calls.get(message.callId as number)?.abort(new DOMException("The call was cancelled", "AbortError"));
           break;
-        case "fs-reply": {
-          const waiting = fsWaiting.get(message.id as number);
-          if (!waiting) break;
-          fsWaiting.delete(message.id as number);
+        case "host-reply": {
+          const request = waiting.get(message.id as number);
+          if (!request) break;
+          waiting.delete(message.id as number);
           if (message.ok === true) {
-            waiting.resolve(message.value);
+            request.resolve(message.value);
           } else {
             const error = message.error as { code?: string; message?: string } | undefined;
-            waiting.reject(
-              Object.assign(new Error(String(error?.message ?? "file access failed")), {
+            request.reject(
+              Object.assign(new Error(String(error?.message ?? "the host request failed")), {
                 name: "WardenError",
                 code: String(error?.code ?? "fs_failed"),
               }),

@@ -74,6 +74,8 @@ const SKELETON = (id: string, sdk: string) =>
 //   warden plugin build plugins/${id}
 //   warden plugin sign plugins/${id} --key ~/.ssh/id_ed25519
 //   warden plugin trust plugins/${id}
+// It runs in a sandbox with no permissions: what its ctx offers (files, and by
+// risk class programs and the network) is a request the host answers or refuses.
 import * as v from "valibot";
 import { definePlugin } from "${sdk}";
 

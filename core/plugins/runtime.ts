@@ -2,9 +2,11 @@
 // process of its own with no permissions at all, an environment of four
 // variables, its own process group, and the verified bundle bytes imported
 // from memory; see core/plugins/child.ts for the other end. Every capability
-// the plugin has is an RPC answered here: file access through the RootFs the
-// host hands in (already confined to the plugin's roots), progress and log
-// through the call's context. Nothing the child writes is trusted: a line
+// the plugin has is a host request answered here: file access through the
+// RootFs the host hands in (already confined to the plugin's roots); spawn,
+// fetch and write through the host context of the call, which checks the
+// plugin's class and manifest declarations; progress and log through the
+// call's context. Nothing the child writes is trusted: a line
 // that is not a well-formed message, too much output, an exit or a call that
 // ignores its cancellation fails the child's calls with `plugin_failed`, kills
 // its process group, and the next call starts a fresh child.
@@ -79,10 +81,10 @@ export const PLUGIN_RUNTIME_DEFAULTS = Object.freeze({
   ...limitsOf(undefined),
 });
 
-/** File requests a child may have running at once; more wait in a queue. */
-const FS_CONCURRENCY = 8;
-/** File requests a child may have running and queued; more is a flood. */
-const FS_MAX_PENDING = 10_000;
+/** Host requests (file access, spawn, fetch, write) a child may have running at once; more wait in a queue. */
+const HOST_REQUEST_CONCURRENCY = 8;
+/** Host requests a child may have running and queued; more is a flood. */
+const HOST_REQUEST_MAX_PENDING = 10_000;
 /** A child without calls stops keeping the host alive after this long. */
 const QUIET_MS = 50;
 /** How often the CPU time of a child with calls is sampled. */
@@ -93,8 +95,8 @@ const STDERR_TAIL_BYTES = 4096;
 const STDERR_TAIL_LINES = 10;
 /** Longest error message taken from a plugin. */
 const MAX_PLUGIN_MESSAGE = 2000;
-/** Error codes of the host's file access that a plugin's error may carry through. */
-const FS_ERROR_CODES: ReadonlySet<string> = new Set(["unknown_root", "path_refused", "not_found", "too_large"]);
+/** Error codes of the host's file access (reads and writes) that a plugin's error may carry through. */
+const RELAYED_ERROR_CODES: ReadonlySet<string> = new Set(["unknown_root", "path_refused", "not_found", "too_large"]);
 const LOG_LEVELS: ReadonlySet<string> = new Set(CLIENT_LOG_LEVELS);
 /** What a child that died of its memory limit leaves on stderr: V8's fatal error, or Rust's failed allocation. */
 const OUT_OF_MEMORY = /out of memory|memory allocation of \d+ bytes failed|Failed to reserve virtual memory/i;
@@ -199,7 +201,7 @@ type ChildMessage =
     ok: false;
     error: { message: string; code?: string; kind?: string };
   }
-  | { type: "fs"; id: number; callId: number; token: string; op: string; args: unknown[] }
+  | { type: "host-request"; id: number; callId: number; token: string; op: string; args: unknown[] }
   | {
     type: "progress";
     callId: number;
@@ -225,7 +227,7 @@ function checkMessage(value: unknown): ChildMessage | string {
     case "result":
       valid = isId(m.callId) && isString(m.token) && (m.ok === true || (m.ok === false && errorOk(m.error)));
       break;
-    case "fs":
+    case "host-request":
       valid = isId(m.id) && isId(m.callId) && isString(m.token) && typeof m.op === "string" &&
         Array.isArray(m.args);
       break;
@@ -242,29 +244,31 @@ function checkMessage(value: unknown): ChildMessage | string {
   return valid ? (m as unknown as ChildMessage) : `it sent an invalid "${m.type}" message: ${received(m)}`;
 }
 
-function invalidFileRequest(detail: string): WardenError {
-  return new WardenError("invalid_arguments", problem("Invalid file request", detail));
+/** `what`: the kind of request, "file" (reads and writes), "spawn" or "fetch". */
+function invalidRequest(detail: string, what = "file"): WardenError {
+  return new WardenError("invalid_arguments", problem(`Invalid ${what} request`, detail));
 }
 
-function stringArg(value: unknown, name: string): string {
-  if (typeof value !== "string") throw invalidFileRequest(`${name} must be a string, received ${received(value)}`);
+function stringArg(value: unknown, name: string, what = "file"): string {
+  if (typeof value !== "string") throw invalidRequest(`${name} must be a string, received ${received(value)}`, what);
   return value;
 }
 
 function globOptions(value: unknown): GlobOptions {
   if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw invalidFileRequest(`glob options must be an object, received ${received(value)}`);
+  if (!isRecord(value)) throw invalidRequest(`glob options must be an object, received ${received(value)}`);
   const out: { cwd?: string; gitignore?: boolean; dot?: boolean; ignore?: string[] } = {};
   for (const [key, option] of Object.entries(value)) {
     if (option === undefined || option === null) continue;
     if (key === "cwd" && typeof option === "string") out.cwd = option;
     else if ((key === "gitignore" || key === "dot") && typeof option === "boolean") out[key] = option;
     else if (key === "ignore" && Array.isArray(option) && option.every(isString)) out.ignore = option as string[];
-    else throw invalidFileRequest(`glob option ${received(key)} is unknown or has the wrong type`);
+    else throw invalidRequest(`glob option ${received(key)} is unknown or has the wrong type`);
   }
   return out;
 }
 
+/** Host requests the call's host context answers (the others are file reads, answered by the plugin's RootFs). */
 const CAPABILITY_OPS = ["spawn", "fetch", "write"];
 
 /** Runs a spawn, fetch or write request through the host context, which checks class and declarations. */
@@ -287,11 +291,11 @@ function runCapabilityRequest(
   switch (op) {
     case "spawn":
       if (!Array.isArray(first) || !first.every(isString)) {
-        throw invalidFileRequest(`argv must be an array of strings, received ${received(first)}`);
+        throw invalidRequest(`argv must be an array of strings, received ${received(first)}`, "spawn");
       }
       return capabilities.spawn(first as string[], options(second) as SpawnRequest);
     case "fetch":
-      return capabilities.fetch(stringArg(first, "url"), options(second) as FetchRequest);
+      return capabilities.fetch(stringArg(first, "url", "fetch"), options(second) as FetchRequest);
     default:
       return capabilities.write(stringArg(first, "root"), stringArg(second, "path"), stringArg(third, "data"));
   }
@@ -317,7 +321,7 @@ function runFileRequest(fs: RootFs, op: string, args: unknown[]): Promise<unknow
       return fs.stat(stringArg(root, "root"), stringArg(first, "path"));
     case "stats":
       if (!Array.isArray(first) || !first.every(isString)) {
-        return Promise.reject(invalidFileRequest(`paths must be an array of strings, received ${received(first)}`));
+        return Promise.reject(invalidRequest(`paths must be an array of strings, received ${received(first)}`));
       }
       return fs.stats(stringArg(root, "root"), first as string[]);
     case "glob": {
@@ -327,12 +331,12 @@ function runFileRequest(fs: RootFs, op: string, args: unknown[]): Promise<unknow
         ? (first as string[])
         : undefined;
       if (patterns === undefined) {
-        throw invalidFileRequest(`patterns must be a string or an array of strings, received ${received(first)}`);
+        throw invalidRequest(`patterns must be a string or an array of strings, received ${received(first)}`);
       }
       return fs.glob(stringArg(root, "root"), patterns, globOptions(second));
     }
     default:
-      return Promise.reject(invalidFileRequest(`unknown operation ${received(op)}`));
+      return Promise.reject(invalidRequest(`unknown operation ${received(op)}`));
   }
 }
 
@@ -352,8 +356,8 @@ export function withoutHostFacts(text: string): string {
     );
 }
 
-/** The error a plugin sees for a failed request: host paths and addresses never leave the host. */
-function fileError(op: string, error: unknown): { code: string; message: string } {
+/** The error a plugin sees for a failed host request: host paths and addresses never leave the host. */
+function requestError(op: string, error: unknown): { code: string; message: string } {
   if (error instanceof WardenError) return { code: error.code, message: withoutHostFacts(error.message) };
   const code = (error as { code?: unknown } | null)?.code;
   const what = CAPABILITY_OPS.includes(op) ? `${op[0].toUpperCase()}${op.slice(1)} failed` : "File access failed";
@@ -448,8 +452,8 @@ class Session {
   #stderrWindowBytes = 0;
   #notifyWindowStart = 0;
   #notifyWindowCount = 0;
-  #fsActive = 0;
-  readonly #fsQueue: { id: number; callId: number; op: string; args: unknown[] }[] = [];
+  #requestsActive = 0;
+  readonly #requestQueue: { id: number; callId: number; op: string; args: unknown[] }[] = [];
   /** Stopped with SIGSTOP: it has no calls. */
   #frozen = false;
   #cpuTimer: ReturnType<typeof setInterval> | undefined;
@@ -742,7 +746,7 @@ class Session {
     if (this.#cpuTimer !== undefined) clearInterval(this.#cpuTimer);
     this.#handle?.kill("SIGKILL");
     this.#handle?.end();
-    this.#fsQueue.length = 0;
+    this.#requestQueue.length = 0;
     const tail = withStderr ? tailText(this.#stderrTail) : "";
     const message = problem(`Plugin "${this.#s.id}" failed`, detail) +
       (tail ? `\nLast lines of its stderr:\n${tail}` : "");
@@ -817,8 +821,8 @@ class Session {
         return this.#onLoaded(message);
       case "result":
         return this.#onResult(message);
-      case "fs":
-        return this.#onFileRequest(message);
+      case "host-request":
+        return this.#onHostRequest(message);
       case "progress":
       case "log":
         return this.#onNotification(message);
@@ -871,7 +875,7 @@ class Session {
         ? `tool "${call.tool}" returned a value that is not JSON`
         : `tool "${call.tool}" returned a result of more than ${this.#s.maxMessageBytes} bytes`;
       call.reject(new WardenError("plugin_failed", problem(`Plugin "${id}" failed`, detail)));
-    } else if (code !== undefined && FS_ERROR_CODES.has(code)) {
+    } else if (code !== undefined && RELAYED_ERROR_CODES.has(code)) {
       // The host's own file-access error, let through by the plugin as a built-in tool would.
       call.reject(new WardenError(code as ErrorCode, text));
     } else {
@@ -879,30 +883,32 @@ class Session {
     }
   }
 
-  #onFileRequest(message: Extract<ChildMessage, { type: "fs" }>): void {
+  #onHostRequest(message: Extract<ChildMessage, { type: "host-request" }>): void {
     const call = this.#owner(message.callId, message.token, "request");
     if (call === null) return;
     if (!call || !call.sent || call.state !== "running") {
       this.#write({
-        type: "fs-reply",
+        type: "host-reply",
         id: message.id,
         ok: false,
-        error: { code: "cancelled", message: `File access refused: call ${message.callId} is not running` },
+        error: { code: "cancelled", message: `Request refused: call ${message.callId} is not running` },
       });
       return;
     }
-    if (this.#fsActive + this.#fsQueue.length >= FS_MAX_PENDING) {
-      this.#fail(`it made more than ${FS_MAX_PENDING} file requests at once`);
+    if (this.#requestsActive + this.#requestQueue.length >= HOST_REQUEST_MAX_PENDING) {
+      this.#fail(`it made more than ${HOST_REQUEST_MAX_PENDING} requests to the host at once`);
       return;
     }
-    this.#fsQueue.push({ id: message.id, callId: message.callId, op: message.op, args: message.args });
-    this.#pumpFiles();
+    this.#requestQueue.push({ id: message.id, callId: message.callId, op: message.op, args: message.args });
+    this.#pumpRequests();
   }
 
-  #pumpFiles(): void {
-    while (this.#fsActive < FS_CONCURRENCY && this.#fsQueue.length > 0 && this.#phase !== "dead") {
-      const request = this.#fsQueue.shift()!;
-      this.#fsActive++;
+  #pumpRequests(): void {
+    while (
+      this.#requestsActive < HOST_REQUEST_CONCURRENCY && this.#requestQueue.length > 0 && this.#phase !== "dead"
+    ) {
+      const request = this.#requestQueue.shift()!;
+      this.#requestsActive++;
       let work: Promise<unknown>;
       try {
         const capabilities = this.#calls.get(request.callId)?.ctx.capabilities;
@@ -913,13 +919,13 @@ class Session {
         work = Promise.reject(error);
       }
       work.then(
-        (value) => ({ type: "fs-reply", id: request.id, ok: true, value: replyValue(request.op, value) }),
-        (error: unknown) => ({ type: "fs-reply", id: request.id, ok: false, error: fileError(request.op, error) }),
+        (value) => ({ type: "host-reply", id: request.id, ok: true, value: replyValue(request.op, value) }),
+        (error: unknown) => ({ type: "host-reply", id: request.id, ok: false, error: requestError(request.op, error) }),
       ).then((reply) => {
-        this.#fsActive--;
+        this.#requestsActive--;
         if (this.#phase === "dead") return;
         this.#write(reply);
-        this.#pumpFiles();
+        this.#pumpRequests();
       });
     }
   }

@@ -1,15 +1,28 @@
 // What a plugin's source imports: definePlugin. `warden plugin build` bundles
 // the source with esbuild, reads `plugin` from the bundle to write the
 // manifest (JSON Schemas from the valibot schemas), and the sandboxed child
-// calls `plugin.tools[name].handler(args, ctx)`.
+// calls `plugin.tools[name].handler(args, ctx)`. A plugin reaches nothing
+// itself: reading and writing files, running programs and fetching are
+// requests its ctx sends to the host, which answers those its risk class and
+// manifest allow.
 import type * as v from "valibot";
+import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
+import type { SpawnRequest, SpawnResult } from "../spawn.ts";
 import type { ClientLogLevel, RiskClass } from "../tool.ts";
 
-/** The context a plugin tool gets: every call crosses the sandbox to the host, which checks it. */
+/**
+ * The context a plugin tool gets. Every method but `progress` and `log` is a
+ * request that crosses the sandbox to the host, which checks it against the
+ * plugin's risk class and manifest (as it checks a built-in tool's context):
+ * a refusal rejects with an error named "WardenError" whose `code` says why
+ * (`capability_denied`, `path_refused`, `not_found`, ...).
+ */
 export interface PluginContext {
+  /** Aborted when the client cancels the call or it times out; pending requests then reject. */
   readonly signal: AbortSignal;
+  /** Files under the roots `capabilities.readRoots` names, by root id and relative path. */
   readonly fs: {
-    readText(root: string, path: string): Promise<string>;
+    readText(root: string, path: string, options?: { maxBytes?: number }): Promise<string>;
     list(root: string, dir?: string): Promise<{ name: string; kind: string }[]>;
     glob(
       root: string,
@@ -22,10 +35,18 @@ export interface PluginContext {
       root: string,
       paths: string[],
     ): Promise<({ path: string; kind: string; size: number; mtimeMs: number } | null)[]>;
+    /** `external-side-effect` only: writes `data` atomically under a root of the manifest's `writeRoots`. */
+    write(root: string, path: string, data: string): Promise<WriteResult>;
   };
   /** Root ids this plugin may read. */
   readonly roots: readonly string[];
+  /** `gate` only: runs a program the manifest's `capabilities.argv` names (argv[0]), confined as a gate tool's. */
+  spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
+  /** `external-side-effect` only: fetches from an origin of the manifest's `netHosts`. */
+  fetch(url: string, request?: FetchRequest): Promise<FetchResult>;
+  /** Reports progress when the client asked for it; values that do not increase are dropped. */
   progress(progress: number, total?: number, message?: string): Promise<void>;
+  /** Sends a log message to the client, subject to its log level. */
   log(level: ClientLogLevel, data: unknown): void;
 }
 
