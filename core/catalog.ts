@@ -8,7 +8,7 @@ import { lengthIssue, patternExpected, type SchemaIssue } from "./json_schema.ts
 import type { JsonSchema, LoadedTool } from "./loader.ts";
 import { RISK_CLASSES, type RiskClass, type ToolCapabilities, type ToolContext } from "./tool.ts";
 import { problem } from "./errors.ts";
-import type { PluginRecord } from "./plugins/discover.ts";
+import type { PluginRecord } from "./plugins/trust/discover.ts";
 
 /** MCP tool annotations, derived from the risk class only. */
 export interface ToolAnnotations {

@@ -43,7 +43,7 @@ export interface NeedsInput {
   /** The deno binary plugins run in, when a plugin is verified and may run. */
   readonly pluginDeno: string | null;
   /**
-   * The OS helpers of a plugin child (see plugins/limits.ts): setpriv and prlimit, which it is started through, and
+   * The OS helpers of a plugin child (see plugins/sandbox/limits.ts): setpriv and prlimit, which it is started through, and
    * cat, which reads its CPU time from /proc where this host may not. Looked up by lstat, so read, and started, so
    * run. Without read they would look absent, and the memory limit or the CPU budget would go.
    */

@@ -7,7 +7,7 @@ import type { CommandEnv } from "./cli.ts";
 import { type Config, parseConfig, SETTINGS } from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
-import { hasPluginDirectories } from "./plugins/presence.ts";
+import { hasPluginDirectories } from "./plugins/trust/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
 import { Spawner } from "./spawn.ts";
@@ -196,7 +196,7 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const dir = toolsDir();
   if (command === "plugin") {
-    const { pluginCommand } = await import("./plugins/cli.ts");
+    const { pluginCommand } = await import("./plugins/authoring/cli.ts");
     const builtinNames = async () => new Set((await loadTools(dir.url, dir.extensions)).map(({ tool }) => tool.name));
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
@@ -216,7 +216,7 @@ async function main(argv: readonly string[]): Promise<number> {
   builtinsLoading.catch(() => {});
   // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
   const pluginsLoading = withPlugins
-    ? import("./plugins/host.ts").then((host) =>
+    ? import("./plugins/sandbox/host.ts").then((host) =>
       host.loadPlugins(
         config,
         fs,

@@ -8,8 +8,8 @@ import { denoPermissionFlags, nodePermissionFlags, type PermissionNeeds, permiss
 import { problem, received, WardenError } from "./errors.ts";
 import { DENO_RUN_FLAGS, type FileStat, platform } from "./platform/mod.ts";
 import { type Confinement, denoConfinement, nodeConfinement } from "./platform/confinement.ts";
-import type { PluginRecord } from "./plugins/discover.ts";
-import { osLimits } from "./plugins/limits.ts";
+import type { PluginRecord } from "./plugins/trust/discover.ts";
+import { osLimits } from "./plugins/sandbox/limits.ts";
 import type { Spawner } from "./spawn.ts";
 
 /** Where warden is installed, and where its built-in tools load from (source for deno, build for node). */

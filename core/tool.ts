@@ -1,7 +1,7 @@
 // The tool API: one object of one shape per tool. The core knows nothing else
 // about a tool than what this file describes.
 import type * as v from "valibot";
-import type { PluginRecord } from "./plugins/discover.ts";
+import type { PluginRecord } from "./plugins/trust/discover.ts";
 import type { RootFs } from "./roots.ts";
 import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./spawn.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "./egress.ts";

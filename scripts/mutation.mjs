@@ -27,7 +27,7 @@ const STRYKER_VERSION = "9.6.1"; // 10.x needs node 22; warden supports node 20.
 
 /** Each module and the suites (test/<name>.test.ts) that guard it. */
 export const MODULES = {
-  lock: { file: "core/plugins/lock.ts", suites: ["lock_file", "pins", "plugins"] },
+  lock: { file: "core/plugins/trust/lock.ts", suites: ["lock_file", "pins", "plugins"] },
   policy: { file: "core/policy.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
   egress: {
     file: "core/egress.ts",
@@ -38,8 +38,8 @@ export const MODULES = {
       "ctx\\.fs\\.write|declared origins)/",
   },
   spawn: { file: "core/spawn.ts", suites: ["spawn_requests", "spawn_group", "gate"] },
-  allowed_signers: { file: "core/plugins/allowed_signers.ts", suites: ["sshsig", "pins", "plugins"] },
-  sshsig: { file: "core/plugins/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
+  allowed_signers: { file: "core/plugins/trust/allowed_signers.ts", suites: ["sshsig", "pins", "plugins"] },
+  sshsig: { file: "core/plugins/trust/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
   ledger: {
     file: "core/ledger.ts",
     suites: ["ledger_rows", "ledger_verify", "policy_ledger"],

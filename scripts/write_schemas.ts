@@ -5,8 +5,8 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { prettyCanonicalJson } from "../core/canonical_json.ts";
 import { LedgerRowSchema } from "../core/ledger.ts";
-import { LockSchema } from "../core/plugins/lock.ts";
-import { ManifestSchema } from "../core/plugins/manifest.ts";
+import { LockSchema } from "../core/plugins/trust/lock.ts";
+import { ManifestSchema } from "../core/plugins/trust/manifest.ts";
 
 /** The published JSON Schemas, by file name under schema/. */
 export function publishedSchemas(): Record<string, string> {

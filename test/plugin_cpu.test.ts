@@ -37,7 +37,7 @@ const ENTRY = `export const tools = {
       // Never yields: only the budget ends this.
     }
   },
-  // One: each Worker reserves 512 MiB of the child's memory limit (see core/plugins/limits.ts).
+  // One: each Worker reserves 512 MiB of the child's memory limit (see core/plugins/sandbox/limits.ts).
   leave_worker: () => {
     new Worker("data:text/javascript," + encodeURIComponent("while (true) {}"), { type: "module" });
     return "left a worker spinning";

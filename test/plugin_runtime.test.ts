@@ -14,8 +14,8 @@ import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
-import { childSource } from "../core/plugins/child.ts";
-import { osLimits } from "../core/plugins/limits.ts";
+import { childSource } from "../core/plugins/sandbox/child.ts";
+import { osLimits } from "../core/plugins/sandbox/limits.ts";
 import {
   PLUGIN_RUNTIME_DEFAULTS,
   type PluginCallContext,
@@ -24,7 +24,7 @@ import {
   PluginRuntime,
   type PluginRuntimeOptions,
   withoutHostFacts,
-} from "../core/plugins/runtime.ts";
+} from "../core/plugins/sandbox/runtime.ts";
 import { openRoots, type RootFs } from "../core/roots.ts";
 import type { ClientLogLevel } from "../core/tool.ts";
 import { eventually, repoRoot, runtimeName, skipOrFail, tempDir } from "./helpers.ts";

@@ -7,7 +7,7 @@ import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { canonicalJson } from "../core/canonical_json.ts";
-import { parsePrivateKey, signMessage } from "../core/plugins/sshsig.ts";
+import { parsePrivateKey, signMessage } from "../core/plugins/trust/sshsig.ts";
 import {
   connect,
   eventually,

@@ -16,7 +16,7 @@ import {
   parseAllowedSigners,
   parseRevokedKeys,
   type SignerDecision,
-} from "../core/plugins/allowed_signers.ts";
+} from "../core/plugins/trust/allowed_signers.ts";
 import {
   isSshKeyType,
   parsePrivateKey,
@@ -26,7 +26,7 @@ import {
   signMessage,
   type SshPublicKey,
   verifySignature,
-} from "../core/plugins/sshsig.ts";
+} from "../core/plugins/trust/sshsig.ts";
 import { runtimeName, tempDir } from "./helpers.ts";
 
 const NS = PLUGIN_SIGNATURE_NAMESPACE;

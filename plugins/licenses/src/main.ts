@@ -3,7 +3,7 @@
 // permissions and reads only through ctx.fs, which the host confines to the
 // roots the operator configured.
 import * as v from "valibot";
-import { definePlugin } from "../../../core/plugins/sdk.ts";
+import { definePlugin } from "../../../core/plugins/authoring/sdk.ts";
 
 /** node_modules/<name>/package.json or node_modules/@scope/<name>/package.json, at any depth. */
 const PACKAGE_JSON = /(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/@][^/]*)\/package\.json$/;

@@ -2,7 +2,7 @@
 // and a plain list of revoked keys, read the way ssh-keygen -Y verify reads
 // them, and the decision whether a key may sign in a namespace at a time.
 // Runtime-neutral: text in, decisions out.
-import { problem, received, WardenError } from "../errors.ts";
+import { problem, received, WardenError } from "../../errors.ts";
 import { isSshKeyType, parsePublicKey, type SshPublicKey } from "./sshsig.ts";
 
 /** One key line of an allowed_signers file. */

@@ -2,9 +2,9 @@
 // manifest digest is pinned here; a valid signature alone does not make a new
 // version run.
 import * as v from "valibot";
-import { prettyCanonicalJson } from "../canonical_json.ts";
-import { messageOf, problem, received, WardenError } from "../errors.ts";
-import { platform } from "../platform/mod.ts";
+import { prettyCanonicalJson } from "../../canonical_json.ts";
+import { messageOf, problem, received, WardenError } from "../../errors.ts";
+import { platform } from "../../platform/mod.ts";
 import { parseStrictJson } from "./strict_json.ts";
 
 export const LOCK_VERSION = 1;

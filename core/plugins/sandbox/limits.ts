@@ -2,7 +2,7 @@
 // operating-system limit where there is one) and its CPU time per call, with
 // the host's defaults and maxima for what a manifest may ask; and the
 // isolation text that extension_list and `warden plugin list` show.
-import { platform } from "../platform/mod.ts";
+import { platform } from "../../platform/mod.ts";
 
 /** Memory and CPU a plugin's manifest may set under `limits`; absent ones take the default. */
 export const PLUGIN_LIMITS = Object.freeze({

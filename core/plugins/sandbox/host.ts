@@ -1,14 +1,14 @@
 // Turns verified plugins into catalog entries. Each plugin tool is validated
 // by the host against its manifest schema, then run in the plugin's sandboxed
 // child, which starts on the first call; refusals are logged one line each.
-import { type CatalogEntry, describeTool, type Validated } from "../catalog.ts";
-import type { Config } from "../config.ts";
-import { problem, WardenError } from "../errors.ts";
-import { validateJsonSchema } from "../json_schema.ts";
-import { log } from "../log.ts";
-import { restrictRoots, type RootFs } from "../roots.ts";
-import type { ExternalContext, GateContext, ToolContext } from "../tool.ts";
-import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "./discover.ts";
+import { type CatalogEntry, describeTool, type Validated } from "../../catalog.ts";
+import type { Config } from "../../config.ts";
+import { problem, WardenError } from "../../errors.ts";
+import { validateJsonSchema } from "../../json_schema.ts";
+import { log } from "../../log.ts";
+import { restrictRoots, type RootFs } from "../../roots.ts";
+import type { ExternalContext, GateContext, ToolContext } from "../../tool.ts";
+import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "../trust/discover.ts";
 import { limitsOf, noCpuBudgetWhy, osLimits } from "./limits.ts";
 import type { PluginRuntime } from "./runtime.ts";
 

@@ -4,14 +4,14 @@
 // validity), entry (sha256 of the bytes read here, which are the bytes that
 // will run), pin (plugins.lock.json) and name clashes. Only `verified`
 // plugins reach the catalog.
-import { sha256Digest } from "../sha256.ts";
+import { sha256Digest } from "../../sha256.ts";
 import path from "node:path";
-import { messageOf, problem, WardenError } from "../errors.ts";
-import { platform } from "../platform/mod.ts";
-import type { RiskClass } from "../tool.ts";
+import { messageOf, problem, WardenError } from "../../errors.ts";
+import { platform } from "../../platform/mod.ts";
+import type { RiskClass } from "../../tool.ts";
 import { type AllowedSigner, checkSigner, parseAllowedSigners, parseRevokedKeys } from "./allowed_signers.ts";
 import { readLock } from "./lock.ts";
-import { limitsOf, pluginIsolation } from "./limits.ts";
+import { limitsOf, pluginIsolation } from "../sandbox/limits.ts";
 import { isManifestProblem, type Manifest, readManifest } from "./manifest.ts";
 import { parseSignature, PLUGIN_SIGNATURE_NAMESPACE, type SshPublicKey, verifySignature } from "./sshsig.ts";
 

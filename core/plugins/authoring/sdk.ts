@@ -6,9 +6,9 @@
 // requests its ctx sends to the host, which answers those its risk class and
 // manifest allow.
 import type * as v from "valibot";
-import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
-import type { SpawnRequest, SpawnResult } from "../spawn.ts";
-import type { ClientLogLevel, RiskClass } from "../tool.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "../../egress.ts";
+import type { SpawnRequest, SpawnResult } from "../../spawn.ts";
+import type { ClientLogLevel, RiskClass } from "../../tool.ts";
 
 /**
  * The context a plugin tool gets. Every method but `progress` and `log` is a
@@ -71,7 +71,7 @@ export interface PluginSpec {
   readonly author: string;
   readonly risk: RiskClass;
   readonly capabilities: { readonly readRoots: readonly string[] };
-  /** Memory (MiB) and CPU per call (ms) the plugin needs beyond the defaults; see core/plugins/limits.ts. */
+  /** Memory (MiB) and CPU per call (ms) the plugin needs beyond the defaults; see core/plugins/sandbox/limits.ts. */
   readonly limits?: { readonly memoryMb?: number; readonly cpuMsPerCall?: number };
   // Each tool has its own input type; the host validates arguments before the handler runs.
   // deno-lint-ignore no-explicit-any

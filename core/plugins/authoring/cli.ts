@@ -3,13 +3,13 @@
 // allow-signer (once per key), trust.
 import path from "node:path";
 import { toJsonSchema } from "@valibot/to-json-schema";
-import { canonicalJson } from "../canonical_json.ts";
-import { sha256Digest } from "../sha256.ts";
-import type { Config } from "../config.ts";
-import { messageOf, problem, received, WardenError } from "../errors.ts";
-import { platform } from "../platform/mod.ts";
-import { RISK_CLASSES } from "../tool.ts";
-import { parsePrivateKey, parsePublicKey, PLUGIN_SIGNATURE_NAMESPACE, signMessage } from "./sshsig.ts";
+import { canonicalJson } from "../../canonical_json.ts";
+import { sha256Digest } from "../../sha256.ts";
+import type { Config } from "../../config.ts";
+import { messageOf, problem, received, WardenError } from "../../errors.ts";
+import { platform } from "../../platform/mod.ts";
+import { RISK_CLASSES } from "../../tool.ts";
+import { parsePrivateKey, parsePublicKey, PLUGIN_SIGNATURE_NAMESPACE, signMessage } from "../trust/sshsig.ts";
 import {
   discoverPlugins,
   fixFor,
@@ -17,9 +17,9 @@ import {
   MAX_TRUST_FILE_BYTES,
   type PluginRecord,
   readTrustStore,
-} from "./discover.ts";
-import { readLock, writeLock } from "./lock.ts";
-import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "./manifest.ts";
+} from "../trust/discover.ts";
+import { readLock, writeLock } from "../trust/lock.ts";
+import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "../trust/manifest.ts";
 import type { PluginSpec } from "./sdk.ts";
 
 const USAGE = `Usage:
@@ -120,7 +120,9 @@ async function newCommand(config: Config, appRoot: string, args: string[]): Prom
   }
   const srcDir = path.join(dir, "src");
   await platform().fs.mkdir(srcDir);
-  let sdk = path.relative(srcDir, path.join(appRoot, "core", "plugins", "sdk.ts")).split(path.sep).join("/");
+  let sdk = path.relative(srcDir, path.join(appRoot, "core", "plugins", "authoring", "sdk.ts")).split(path.sep).join(
+    "/",
+  );
   if (!sdk.startsWith(".")) sdk = "./" + sdk;
   await platform().fs.writeFileAtomic(path.join(srcDir, "main.ts"), SKELETON(id, sdk));
   const rel = path.relative(platform().cwd(), dir) || ".";

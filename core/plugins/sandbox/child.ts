@@ -19,7 +19,7 @@
 // same ids), spawn(argv, options?), fetch(url, options?), progress(p, total?,
 // message?) and log(level, data). Every fs method, spawn and fetch is a host
 // request: the host answers it, or refuses it when the plugin's risk class or
-// manifest does not allow it (core/plugins/sdk.ts types them for authors).
+// manifest does not allow it (core/plugins/authoring/sdk.ts types them for authors).
 //
 // Before the bundle is imported, the worker is hardened (and so is every
 // Worker the plugin starts, whose module is wrapped): no web storage (the

@@ -1,7 +1,7 @@
 // The host side of the plugin sandbox. Each plugin runs in a Deno child
 // process of its own with no permissions at all, an environment of four
 // variables, its own process group, and the verified bundle bytes imported
-// from memory; see core/plugins/child.ts for the other end. Every capability
+// from memory; see core/plugins/sandbox/child.ts for the other end. Every capability
 // the plugin has is a host request answered here: file access through the
 // RootFs the host hands in (already confined to the plugin's roots); spawn,
 // fetch and write through the host context of the call, which checks the
@@ -11,7 +11,7 @@
 // ignores its cancellation fails the child's calls with `plugin_failed`, kills
 // its process group, and the next call starts a fresh child.
 //
-// What the child may use is bounded too (core/plugins/limits.ts): its memory
+// What the child may use is bounded too (core/plugins/sandbox/limits.ts): its memory
 // by RLIMIT_DATA (prlimit), each call's CPU time by sampling the child's
 // (from /proc, through cat where the host may not read it), and between
 // calls the child is frozen (SIGSTOP), so nothing a plugin leaves running
@@ -19,15 +19,15 @@
 // cannot be created. Errors the host relays to it lose host paths and
 // addresses.
 import path from "node:path";
-import { concatBytes } from "../bytes.ts";
-import { type ErrorCode, messageOf, problem, received, WardenError } from "../errors.ts";
-import { type ChildProcessHandle, platform, type ProcessExit } from "../platform/mod.ts";
-import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../roots.ts";
-import { CLIENT_LOG_LEVELS, type ClientLogLevel } from "../tool.ts";
+import { concatBytes } from "../../bytes.ts";
+import { type ErrorCode, messageOf, problem, received, WardenError } from "../../errors.ts";
+import { type ChildProcessHandle, platform, type ProcessExit } from "../../platform/mod.ts";
+import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../../roots.ts";
+import { CLIENT_LOG_LEVELS, type ClientLogLevel } from "../../tool.ts";
 import { childSource } from "./child.ts";
 import { limitsOf, osLimits, PLUGIN_LIMITS, RUNTIME_RESERVE_MB } from "./limits.ts";
-import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
-import type { SpawnRequest, SpawnResult } from "../spawn.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "../../egress.ts";
+import type { SpawnRequest, SpawnResult } from "../../spawn.ts";
 
 /** What a plugin call gets from the host besides its arguments: the tool context's own members fit. */
 export interface PluginCallContext {

@@ -3,7 +3,7 @@
 // `ssh-keygen -Y sign` writes and verify them, and sign with an unencrypted
 // OpenSSH private key, writing the same bytes ssh-keygen would (Ed25519 is
 // deterministic). No node: or Deno imports here, by design.
-import { problem, received, WardenError } from "../errors.ts";
+import { problem, received, WardenError } from "../../errors.ts";
 
 /** The SSHSIG namespace plugin manifests are signed in (`ssh-keygen -Y sign -n warden-plugin-v1`). */
 export const PLUGIN_SIGNATURE_NAMESPACE = "warden-plugin-v1";

@@ -1,13 +1,13 @@
 // The plugin manifest: what a plugin is, what it may touch and the tools it
 // serves, signed as exact bytes. The bytes must be their own RFC 8785
 // canonical form, so one signed text has exactly one reading.
-import { declaredOrigin } from "../egress.ts";
-import { PROGRAM_NAME } from "../spawn.ts";
+import { declaredOrigin } from "../../egress.ts";
+import { PROGRAM_NAME } from "../../spawn.ts";
 import * as v from "valibot";
-import { canonicalJson } from "../canonical_json.ts";
-import { schemaProblems } from "../json_schema.ts";
-import { RISK_CLASSES, type RiskClass } from "../tool.ts";
-import { PLUGIN_LIMITS } from "./limits.ts";
+import { canonicalJson } from "../../canonical_json.ts";
+import { schemaProblems } from "../../json_schema.ts";
+import { RISK_CLASSES, type RiskClass } from "../../tool.ts";
+import { PLUGIN_LIMITS } from "../sandbox/limits.ts";
 import { isStrictJsonValue, parseStrictJson, StrictJsonError } from "./strict_json.ts";
 
 /** An optional whole number within a limit's host bounds, described with its default. */
