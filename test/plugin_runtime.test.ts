@@ -16,15 +16,10 @@ import { WardenError } from "../core/errors.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
 import { childSource } from "../core/plugins/sandbox/child.ts";
 import { osLimits } from "../core/plugins/sandbox/limits.ts";
-import {
-  PLUGIN_RUNTIME_DEFAULTS,
-  type PluginCallContext,
-  pluginDenoArgs,
-  pluginEnv,
-  PluginRuntime,
-  type PluginRuntimeOptions,
-  withoutHostFacts,
-} from "../core/plugins/sandbox/runtime.ts";
+import { pluginDenoArgs, pluginEnv } from "../core/plugins/sandbox/launch.ts";
+import { withoutHostFacts } from "../core/plugins/sandbox/requests.ts";
+import { PLUGIN_RUNTIME_DEFAULTS, PluginRuntime, type PluginRuntimeOptions } from "../core/plugins/sandbox/runtime.ts";
+import type { PluginCallContext } from "../core/plugins/sandbox/session.ts";
 import { openRoots, type RootFs } from "../core/roots.ts";
 import type { ClientLogLevel } from "../core/tool.ts";
 import { eventually, repoRoot, runtimeName, skipOrFail, tempDir } from "./helpers.ts";

@@ -36,13 +36,7 @@
 // node's fs can fd 0 without a permission, and so learn tokens of calls, but
 // only of its own: every call in this child is one of this plugin's.)
 //
-// Protocol, host → child: {type:"load", code, rootIds, maxMessageBytes}, {type:"call", id,
-// token, tool, args}, {type:"cancel", callId}, {type:"host-reply", id, ok, value |
-// error:{code, message}}. Child → host: {type:"loaded", ok, tools |
-// error:{message}}, {type:"result", callId, token, ok, value | error:{message, code?,
-// kind?}}, {type:"host-request", id, callId, token, op, args}, {type:"progress", callId, token,
-// progress, total?, message?}, {type:"log", callId, token, level, data}. A host-request's op
-// is readText, list, glob, stat, stats, write, spawn or fetch.
+// The messages and their fields: see protocol.ts, where the host checks them.
 
 /** The part of the Deno namespace the main thread uses. */
 interface ChildDeno {
