@@ -16,6 +16,26 @@ import type { ClientLogLevel, RiskClass } from "../../tool.ts";
  * plugin's risk class and manifest (as it checks a built-in tool's context):
  * a refusal rejects with an error named "WardenError" whose `code` says why
  * (`capability_denied`, `path_refused`, `not_found`, ...).
+ *
+ * @example A handler's work through its ctx: reads, a refusal, progress and a log line
+ * ```ts
+ * async function countTodos(ctx: PluginContext, root: string): Promise<number> {
+ *   const files = (await ctx.fs.glob(root, "**")).filter((file) => file.endsWith(".ts"));
+ *   let count = 0;
+ *   for (const [i, file] of files.entries()) {
+ *     if (ctx.signal.aborted) break;
+ *     try {
+ *       count += (await ctx.fs.readText(root, file, { maxBytes: 1024 * 1024 })).split("TODO").length - 1;
+ *     } catch (error) {
+ *       // A refusal or a file too large is the host's WardenError, with its code.
+ *       if ((error as { code?: string }).code !== "too_large") throw error;
+ *     }
+ *     await ctx.progress(i + 1, files.length);
+ *   }
+ *   ctx.log("info", { root, files: files.length, count });
+ *   return count;
+ * }
+ * ```
  */
 export interface PluginContext {
   /** Aborted when the client cancels the call or it times out; pending requests then reject. */
@@ -79,15 +99,30 @@ export interface PluginSpec {
 }
 
 /**
- * Declares a plugin. Its source exports the result as `plugin`:
+ * Declares a plugin: its source (`src/main.ts`) exports the result as
+ * `plugin`, and `warden plugin build` turns it into `plugin.js` and a
+ * manifest whose JSON Schemas come from the valibot `input`/`output`.
  *
- * @example
+ * @example A read plugin with one tool
  * ```ts
+ * import * as v from "valibot";
+ *
  * export const plugin = definePlugin({
- *   id: "hello", version: "0.1.0", description: "Greets.", author: "Ada <ada@example.com>",
- *   risk: "read", capabilities: { readRoots: [] },
- *   tools: { greet: { title: "Greet", description: "Says hello.", input: v.strictObject({ name: v.string() }),
- *     handler: ({ name }) => `Hello, ${name}!` } },
+ *   id: "hello",
+ *   version: "0.1.0",
+ *   description: "Counts the files of a root.",
+ *   author: "Ada <ada@example.com>",
+ *   risk: "read",
+ *   capabilities: { readRoots: ["*"] },
+ *   tools: {
+ *     count: {
+ *       title: "Count files",
+ *       description: "Counts the files under a root that match a glob.",
+ *       input: v.strictObject({ root: v.string(), glob: v.optional(v.string()) }),
+ *       output: v.object({ files: v.number() }),
+ *       handler: async ({ root, glob }, ctx) => ({ files: (await ctx.fs.glob(root, glob ?? "**")).length }),
+ *     },
+ *   },
  * });
  * ```
  */
