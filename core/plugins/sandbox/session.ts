@@ -377,7 +377,8 @@ export class Session {
    * Keeps the host alive while calls run, and lets it exit once they are done
    * (the child is killed when the host exits); stops the child once it has
    * been without calls for idleMs. Timers are re-armed lazily and the child
-   * unreferenced only after a quiet moment: ref/unref cost ~90 µs each on deno.
+   * unreferenced only after a quiet moment, so that a run of calls does not
+   * unref and ref it again for each.
    */
   #activity(): void {
     if (this.#phase === "dead") return;
