@@ -2,9 +2,9 @@
 // door a tool has to files, processes and the network; each class gets the
 // capabilities it is allowed and no others.
 import { problem, WardenError } from "./errors.ts";
-import type { RootFs } from "./roots.ts";
-import type { Spawner, SpawnRequest, SpawnResult } from "./spawn.ts";
-import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./egress.ts";
+import type { RootFs } from "./doors/roots.ts";
+import type { Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./doors/egress.ts";
 import type {
   ClientLogLevel,
   ContextByRisk,

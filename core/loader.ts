@@ -4,8 +4,8 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { messageOf, problem, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
-import { declaredOrigin } from "./egress.ts";
-import { PROGRAM_NAME } from "./spawn.ts";
+import { declaredOrigin } from "./doors/egress.ts";
+import { PROGRAM_NAME } from "./doors/spawn.ts";
 import { isTool, RISK_CLASSES, type Tool, TOOL_NAME_PATTERN } from "./tool.ts";
 
 /** A JSON Schema object, as published in the catalog. */

@@ -2,9 +2,9 @@
 // about a tool than what this file describes.
 import type * as v from "valibot";
 import type { PluginRecord } from "./plugins/discover.ts";
-import type { RootFs } from "./roots.ts";
-import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./spawn.ts";
-import type { FetchRequest, FetchResult, WriteResult } from "./egress.ts";
+import type { RootFs } from "./doors/roots.ts";
+import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
 import type { Confinement } from "./platform/confinement.ts";
 
 /** What a tool may touch. Higher classes add capabilities to the context. */
@@ -63,7 +63,7 @@ export interface ReadContext extends BaseContext {
   readonly fs: RootFs;
 }
 
-/** `gate`: read, plus the programs on the tool's allowlist, confined (see core/spawn.ts). */
+/** `gate`: read, plus the programs on the tool's allowlist, confined (see core/doors/spawn.ts). */
 export interface GateContext extends ReadContext {
   spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
 }

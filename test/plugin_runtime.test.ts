@@ -25,7 +25,7 @@ import {
   type PluginRuntimeOptions,
   withoutHostFacts,
 } from "../core/plugins/runtime.ts";
-import { openRoots, type RootFs } from "../core/roots.ts";
+import { openRoots, type RootFs } from "../core/doors/roots.ts";
 import type { ClientLogLevel } from "../core/tool.ts";
 import { eventually, repoRoot, runtimeName, skipOrFail, tempDir } from "./helpers.ts";
 

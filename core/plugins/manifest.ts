@@ -1,8 +1,8 @@
 // The plugin manifest: what a plugin is, what it may touch and the tools it
 // serves, signed as exact bytes. The bytes must be their own RFC 8785
 // canonical form, so one signed text has exactly one reading.
-import { declaredOrigin } from "../egress.ts";
-import { PROGRAM_NAME } from "../spawn.ts";
+import { declaredOrigin } from "../doors/egress.ts";
+import { PROGRAM_NAME } from "../doors/spawn.ts";
 import * as v from "valibot";
 import { canonicalJson } from "../canonical_json.ts";
 import { schemaProblems } from "../json_schema.ts";

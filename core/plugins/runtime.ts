@@ -20,12 +20,12 @@ import path from "node:path";
 import { concatBytes } from "../bytes.ts";
 import { type ErrorCode, messageOf, problem, received, WardenError } from "../errors.ts";
 import { type ChildProcessHandle, platform, type ProcessExit } from "../platform/mod.ts";
-import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../roots.ts";
+import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../doors/roots.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel } from "../tool.ts";
 import { childSource } from "./child.ts";
 import { limitsOf, osLimits, PLUGIN_LIMITS, RUNTIME_RESERVE_MB } from "./limits.ts";
-import type { FetchRequest, FetchResult, WriteResult } from "../egress.ts";
-import type { SpawnRequest, SpawnResult } from "../spawn.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "../doors/egress.ts";
+import type { SpawnRequest, SpawnResult } from "../doors/spawn.ts";
 
 /** What a plugin call gets from the host besides its arguments: the tool context's own members fit. */
 export interface PluginCallContext {

@@ -3,9 +3,9 @@
 // absolute paths and symlinks that lead out of a root are refused. Results
 // name roots by id and paths relative to the root, never host paths.
 import path from "node:path";
-import { problem, received, WardenError } from "./errors.ts";
-import { type FileStat, platform, type PlatformDirEntry } from "./platform/mod.ts";
-import { LSTAT_DIRECTORY, LSTAT_FIELDS, LSTAT_FILE, LSTAT_MISSING, LSTAT_SYMLINK } from "./platform/lstat_many.ts";
+import { problem, received, WardenError } from "../errors.ts";
+import { type FileStat, platform, type PlatformDirEntry } from "../platform/mod.ts";
+import { LSTAT_DIRECTORY, LSTAT_FIELDS, LSTAT_FILE, LSTAT_MISSING, LSTAT_SYMLINK } from "../platform/lstat_many.ts";
 
 /** A configured root: a logical id and the directory it stands for. */
 export interface RootSpec {
