@@ -1,6 +1,7 @@
 // Builds the context a tool receives, by risk class. The context is the only
 // door a tool has to files, processes and the network; each class gets the
-// capabilities it is allowed and no others.
+// capabilities core/capabilities.ts gives it and no others.
+import { type Capability, classesWords, holds, ruleOf } from "./capabilities.ts";
 import { problem, WardenError } from "./errors.ts";
 import type { RootFs } from "./doors/roots.ts";
 import type { Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
@@ -40,29 +41,35 @@ function doorFor(parts: ContextParts): WritableRootFs {
   const { tool, fs } = parts;
   let door = doors.get(tool.capabilities);
   if (!door) {
+    const refused = () => Promise.reject(denied("read", tool));
+    const reads = holds(tool.risk, "read");
     door = Object.freeze({
       rootIds: fs.rootIds,
-      readText: fs.readText.bind(fs),
-      readBytes: fs.readBytes.bind(fs),
-      stat: fs.stat.bind(fs),
-      stats: fs.stats.bind(fs),
-      list: fs.list.bind(fs),
-      glob: fs.glob.bind(fs),
+      readText: reads ? fs.readText.bind(fs) : refused,
+      readBytes: reads ? fs.readBytes.bind(fs) : refused,
+      stat: reads ? fs.stat.bind(fs) : refused,
+      stats: reads ? fs.stats.bind(fs) : refused,
+      list: reads ? fs.list.bind(fs) : refused,
+      glob: reads ? fs.glob.bind(fs) : refused,
       write: (root: string, file: string, data: string | Uint8Array) =>
-        tool.risk === "external-side-effect"
+        holds(tool.risk, "write")
           ? writeFile(`tool "${tool.name}"`, tool.capabilities.writeRoots, fs, root, file, data)
-          : Promise.reject(denied("ctx.fs.write", "external-side-effect", tool)),
+          : Promise.reject(denied("write", tool)),
     });
     doors.set(tool.capabilities, door);
   }
   return door;
 }
 
-/** The error for a capability the tool's class does not have: it names both, and nothing happens. */
-function denied(capability: string, needs: RiskClass, tool: ContextParts["tool"]): WardenError {
+/** The error for a capability the tool's class does not hold: it names the door and the classes, and nothing happens. */
+function denied(capability: Capability, tool: ContextParts["tool"]): WardenError {
   return new WardenError(
     "capability_denied",
-    problem(`${capability} needs risk class "${needs}"`, `tool "${tool.name}" is "${tool.risk}"`, "nothing was run"),
+    problem(
+      `${ruleOf(capability).door} needs risk class ${classesWords(capability)}`,
+      `tool "${tool.name}" is "${tool.risk}"`,
+      "nothing was run",
+    ),
   );
 }
 
@@ -86,7 +93,7 @@ class CallContext implements GateContext, ExternalContext {
 
   fetch(url: string, request: FetchRequest = {}): Promise<FetchResult> {
     const { tool } = this.#parts;
-    if (tool.risk !== "external-side-effect") return Promise.reject(denied("ctx.fetch", "external-side-effect", tool));
+    if (!holds(tool.risk, "fetch")) return Promise.reject(denied("fetch", tool));
     return fetchFor(`tool "${tool.name}"`, tool.capabilities.netHosts, url, request, this.signal);
   }
 
@@ -110,7 +117,7 @@ class CallContext implements GateContext, ExternalContext {
 
   spawn(argv: readonly string[], options: SpawnRequest = {}): Promise<SpawnResult> {
     const { tool, spawner } = this.#parts;
-    if (tool.risk !== "gate") return Promise.reject(denied("ctx.spawn", "gate", tool));
+    if (!holds(tool.risk, "spawn")) return Promise.reject(denied("spawn", tool));
     if (!spawner) {
       return Promise.reject(new WardenError("capability_denied", `ctx.spawn is not available in this host`));
     }

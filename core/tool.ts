@@ -7,7 +7,10 @@ import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts
 import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
 import type { Confinement } from "./platform/confinement.ts";
 
-/** What a tool may touch. Higher classes add capabilities to the context. */
+/**
+ * What a tool may touch. Which capabilities each class holds is the table in core/capabilities.ts; the classes are not
+ * nested (gate's spawn is not external-side-effect's), and the context types below follow the table.
+ */
 export type RiskClass = "read" | "gate" | "external-side-effect";
 
 export const RISK_CLASSES: readonly RiskClass[] = Object.freeze(["read", "gate", "external-side-effect"]);
@@ -88,8 +91,9 @@ export interface ContextByRisk {
 
 /**
  * What a tool may reach beyond reading roots, declared in its file and
- * published nowhere but checked at every use: `spawn` (gate) names programs,
- * `writeRoots` and `netHosts` (external-side-effect) name roots and origins.
+ * published nowhere but checked at every use: `spawn` names programs,
+ * `writeRoots` roots and `netHosts` origins. The loader refuses a key whose
+ * capability the tool's class does not hold (core/capabilities.ts).
  */
 export interface ToolCapabilities {
   readonly spawn?: readonly string[];

@@ -4,6 +4,7 @@
 import { declaredOrigin } from "../doors/egress.ts";
 import { PROGRAM_NAME } from "../doors/spawn.ts";
 import * as v from "valibot";
+import { CAPABILITY_NAMES, holds, ruleOf } from "../capabilities.ts";
 import { canonicalJson } from "../canonical_json.ts";
 import { schemaProblems } from "../json_schema.ts";
 import { RISK_CLASSES, type RiskClass } from "../tool.ts";
@@ -180,22 +181,14 @@ export function readManifest(bytes: Uint8Array, directory: string): Manifest | M
       reason: `manifest id "${manifest.id}" differs from its directory "${directory}"`,
     };
   }
-  if (manifest.risk === "read") {
-    for (const key of ["argv", "writeRoots", "netHosts"] as const) {
-      if ((manifest.capabilities[key] ?? []).length > 0) {
-        return { status: "invalid-manifest", reason: `capability ${key} is not available to risk class "read"` };
-      }
+  for (const capability of CAPABILITY_NAMES) {
+    const key = ruleOf(capability).manifestKey;
+    if ((manifest.capabilities[key] ?? []).length > 0 && !holds(manifest.risk, capability)) {
+      return {
+        status: "invalid-manifest",
+        reason: `capability ${key} is not available to risk class "${manifest.risk}"`,
+      };
     }
-  }
-  if (manifest.risk === "gate") {
-    for (const key of ["writeRoots", "netHosts"] as const) {
-      if ((manifest.capabilities[key] ?? []).length > 0) {
-        return { status: "invalid-manifest", reason: `capability ${key} is not available to risk class "gate"` };
-      }
-    }
-  }
-  if (manifest.risk === "external-side-effect" && (manifest.capabilities.argv ?? []).length > 0) {
-    return { status: "invalid-manifest", reason: 'capability argv is only for risk class "gate"' };
   }
   const notOrigin = (manifest.capabilities.netHosts ?? []).find((host) => declaredOrigin(host) !== host);
   if (notOrigin !== undefined) {
