@@ -34,31 +34,24 @@ export interface ContextParts {
   readonly spawner?: Spawner;
 }
 
-/** One file door per tool (its capabilities object), made once: read, and write checked against class and roots. */
-const doors = new WeakMap<object, WritableRootFs>();
-
-function doorFor(parts: ContextParts): WritableRootFs {
+/** A tool's file door: read, and write checked against its class and its declared roots. */
+function fileDoor(parts: ContextParts): WritableRootFs {
   const { tool, fs } = parts;
-  let door = doors.get(tool.capabilities);
-  if (!door) {
-    const refused = () => Promise.reject(denied("read", tool));
-    const reads = holds(tool.risk, "read");
-    door = Object.freeze({
-      rootIds: fs.rootIds,
-      readText: reads ? fs.readText.bind(fs) : refused,
-      readBytes: reads ? fs.readBytes.bind(fs) : refused,
-      stat: reads ? fs.stat.bind(fs) : refused,
-      stats: reads ? fs.stats.bind(fs) : refused,
-      list: reads ? fs.list.bind(fs) : refused,
-      glob: reads ? fs.glob.bind(fs) : refused,
-      write: (root: string, file: string, data: string | Uint8Array) =>
-        holds(tool.risk, "write")
-          ? writeFile(`tool "${tool.name}"`, tool.capabilities.writeRoots, fs, root, file, data)
-          : Promise.reject(denied("write", tool)),
-    });
-    doors.set(tool.capabilities, door);
-  }
-  return door;
+  const refused = () => Promise.reject(denied("read", tool));
+  const reads = holds(tool.risk, "read");
+  return Object.freeze({
+    rootIds: fs.rootIds,
+    readText: reads ? fs.readText.bind(fs) : refused,
+    readBytes: reads ? fs.readBytes.bind(fs) : refused,
+    stat: reads ? fs.stat.bind(fs) : refused,
+    stats: reads ? fs.stats.bind(fs) : refused,
+    list: reads ? fs.list.bind(fs) : refused,
+    glob: reads ? fs.glob.bind(fs) : refused,
+    write: (root: string, file: string, data: string | Uint8Array) =>
+      holds(tool.risk, "write")
+        ? writeFile(`tool "${tool.name}"`, tool.capabilities.writeRoots, fs, root, file, data)
+        : Promise.reject(denied("write", tool)),
+  });
 }
 
 /** The error for a capability the tool's class does not hold: it names the door and the classes, and nothing happens. */
@@ -82,13 +75,17 @@ function denied(capability: Capability, tool: ContextParts["tool"]): WardenError
 class CallContext implements GateContext, ExternalContext {
   readonly #parts: ContextParts;
   #lastProgress = -Infinity;
-  readonly fs: WritableRootFs;
+  /** Made on first use: most calls of most tools never open it. */
+  #fs: WritableRootFs | undefined;
   readonly host: HostFacts;
 
   constructor(parts: ContextParts) {
     this.#parts = parts;
-    this.fs = doorFor(parts);
     this.host = parts.host;
+  }
+
+  get fs(): WritableRootFs {
+    return this.#fs ??= fileDoor(this.#parts);
   }
 
   fetch(url: string, request: FetchRequest = {}): Promise<FetchResult> {
@@ -133,13 +130,10 @@ class CallContext implements GateContext, ExternalContext {
   }
 }
 
-const BUILDERS: { [R in RiskClass]: (parts: ContextParts) => ContextByRisk[R] } = {
-  read: (parts) => new CallContext(parts),
-  gate: (parts) => new CallContext(parts),
-  "external-side-effect": (parts) => new CallContext(parts),
-};
-
-/** The context for a tool of class `risk`. */
-export function createContext<R extends RiskClass>(risk: R, parts: ContextParts): ContextByRisk[R] {
-  return BUILDERS[risk](parts);
+/**
+ * The context for a tool of class `risk`: one object for every class, typed as the class's context (what the class
+ * lacks, the object refuses).
+ */
+export function createContext<R extends RiskClass>(_risk: R, parts: ContextParts): ContextByRisk[R] {
+  return new CallContext(parts);
 }
