@@ -136,14 +136,16 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
 
 /**
  * Loads every tool file of `dir` whose name ends in one of `extensions` and
- * does not start with `_` (private helpers); throws one error listing every problem.
+ * does not start with `_` (private helpers) or end in `.test` and the extension
+ * (a unit test beside a tool); throws one error listing every problem.
  */
 export async function loadTools(dir: URL, extensions: readonly string[]): Promise<LoadedTool[]> {
   let files: string[];
   try {
     files = (await platform().fs.readDir(platform().fromFileUrl(dir)))
       .filter((entry) =>
-        entry.kind === "file" && extensions.some((ext) => entry.name.endsWith(ext)) && !entry.name.startsWith("_")
+        entry.kind === "file" && !entry.name.startsWith("_") &&
+        extensions.some((ext) => entry.name.endsWith(ext) && !entry.name.endsWith(`.test${ext}`))
       )
       .map((entry) => entry.name)
       .sort();
