@@ -67,6 +67,34 @@ function denied(capability: Capability, tool: ContextParts["tool"]): WardenError
 }
 
 /**
+ * The context a tool's handler receives: `ctx.fs` (reads under the roots),
+ * `ctx.signal`, `ctx.progress`, `ctx.log` and `ctx.host` for every class, plus
+ * what its class holds (core/capabilities.ts): `ctx.spawn` for gate,
+ * `ctx.fs.write` and `ctx.fetch` for external-side-effect. Each is checked
+ * again at use against what the tool declared in `capabilities`.
+ *
+ * @example A gate tool, saved as tools/git_head.ts: it runs the one program it declares
+ * ```ts
+ * import * as v from "valibot";
+ * import { defineTool } from "../core/tool.ts";
+ *
+ * export const tool = defineTool({
+ *   name: "git_head",
+ *   title: "Git HEAD",
+ *   description: "Names the commit a root's git checkout is at.",
+ *   risk: "gate",
+ *   capabilities: { spawn: ["git"] },
+ *   input: v.strictObject({ root: v.optional(v.string()) }),
+ *   handler: async ({ root }, ctx) => {
+ *     await ctx.progress(0, 1, "asking git");
+ *     const git = await ctx.spawn(["git", "rev-parse", "HEAD"], { root: root ?? ctx.fs.rootIds[0] });
+ *     ctx.log("debug", { exitCode: git.exitCode, ms: git.durationMs });
+ *     if (git.exitCode !== 0) throw new Error(`git rev-parse failed: ${git.stderr.trim()}`);
+ *     return git.stdout.trim();
+ *   },
+ * });
+ * ```
+ *
  * Every class gets this one context; what its class lacks throws
  * `capability_denied` (so a tool that casts its way to a method learns why).
  * A class rather than an object of closures: one is made per call, and this

@@ -148,14 +148,26 @@ export interface Tool {
 }
 
 /**
- * Declares a tool. The only export a tool file needs:
+ * Declares a tool: the only export a tool file needs. The handler gets the
+ * arguments validated against `input`, and the context of its `risk` class
+ * (see core/context.ts); with `output`, it returns that object.
  *
- * @example
+ * @example A read tool, saved as tools/line_count.ts (the file is named after the tool)
  * ```ts
+ * import * as v from "valibot";
+ * import { defineTool } from "../core/tool.ts";
+ *
  * export const tool = defineTool({
- *   name: "echo", title: "Echo", description: "Returns its input.",
- *   risk: "read", input: v.strictObject({ text: v.string() }),
- *   handler: ({ text }) => text,
+ *   name: "line_count",
+ *   title: "Line count",
+ *   description: "Counts the lines of one file under a root.",
+ *   risk: "read",
+ *   input: v.strictObject({ path: v.string(), root: v.optional(v.string()) }),
+ *   output: v.object({ path: v.string(), lines: v.number() }),
+ *   handler: async ({ path, root }, ctx) => {
+ *     const text = await ctx.fs.readText(root ?? ctx.fs.rootIds[0], path);
+ *     return { path, lines: text === "" ? 0 : text.split("\n").length };
+ *   },
  * });
  * ```
  */
