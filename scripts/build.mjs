@@ -63,7 +63,7 @@ const withoutAjv = {
  * Puts the deno binary where the documented deno commands start it, as the `deno` package's own install script
  * (disabled: package.json allowScripts) would: a hard link of @deno/<platform>/deno at node_modules/deno/deno, and
  * node_modules/.bin/deno pointing at it instead of at the package's bin.cjs, a node script that costs every deno
- * command a node start (~100 ms) before deno's own. Without the platform package it leaves the shim alone.
+ * command a node start before deno's own. Without the platform package it leaves the shim alone.
  */
 function linkDenoBinary() {
   const require = createRequire(import.meta.url);
