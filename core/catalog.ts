@@ -1,6 +1,7 @@
 // The frozen catalog: built once at startup, deep-frozen, identified by the
 // sha256 of its canonical JSON. `tools/list` serves it unchanged for the life
 // of the process; the golden file in schema/ pins it.
+import { HINTS, type RiskHints } from "./capabilities.ts";
 import { sha256Digest } from "./sha256.ts";
 import { canonicalJson, prettyCanonicalJson } from "./canonical_json.ts";
 import * as v from "valibot";
@@ -10,13 +11,9 @@ import { RISK_CLASSES, type RiskClass, type ToolCapabilities, type ToolContext }
 import { problem } from "./errors.ts";
 import type { PluginRecord } from "./plugins/trust/discover.ts";
 
-/** MCP tool annotations, derived from the risk class only. */
-export interface ToolAnnotations {
+/** MCP tool annotations: the title, and the hints of the risk class (from the capability table, core/capabilities.ts). */
+export interface ToolAnnotations extends RiskHints {
   readonly title: string;
-  readonly readOnlyHint: boolean;
-  readonly destructiveHint: boolean;
-  readonly idempotentHint: boolean;
-  readonly openWorldHint: boolean;
 }
 
 /** One entry of `tools/list`. */
@@ -74,12 +71,6 @@ export interface Catalog {
   /** The entry behind each name. */
   readonly tools: ReadonlyMap<string, CatalogEntry>;
 }
-
-const HINTS: Record<RiskClass, Omit<ToolAnnotations, "title">> = {
-  read: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  gate: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-  "external-side-effect": { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-};
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {

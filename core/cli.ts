@@ -6,8 +6,8 @@ import { type Catalog, goldenText, refusedToolProblem, summaryLine } from "./cat
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { unifiedDiff } from "./line_diff.ts";
 import { platform } from "./platform/mod.ts";
-import type { RootFs } from "./roots.ts";
-import type { Spawner } from "./spawn.ts";
+import type { RootFs } from "./doors/roots.ts";
+import type { Spawner } from "./doors/spawn.ts";
 import type { HostFacts } from "./tool.ts";
 
 /** What every command is given: the catalog and the facts to build a context from. */

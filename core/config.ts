@@ -6,7 +6,7 @@ import path from "node:path";
 import { problem, received, WardenError } from "./errors.ts";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { platform } from "./platform/mod.ts";
-import type { RootSpec } from "./roots.ts";
+import type { RootSpec } from "./doors/roots.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
 /** One documented setting: flag, environment variable, default. */

@@ -1,10 +1,11 @@
 // Builds the context a tool receives, by risk class. The context is the only
 // door a tool has to files, processes and the network; each class gets the
-// capabilities it is allowed and no others.
+// capabilities core/capabilities.ts gives it and no others.
+import { type Capability, classesWords, holds, ruleOf } from "./capabilities.ts";
 import { problem, WardenError } from "./errors.ts";
-import type { RootFs } from "./roots.ts";
-import type { Spawner, SpawnRequest, SpawnResult } from "./spawn.ts";
-import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./egress.ts";
+import type { RootFs } from "./doors/roots.ts";
+import type { Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./doors/egress.ts";
 import type {
   ClientLogLevel,
   ContextByRisk,
@@ -33,40 +34,67 @@ export interface ContextParts {
   readonly spawner?: Spawner;
 }
 
-/** One file door per tool (its capabilities object), made once: read, and write checked against class and roots. */
-const doors = new WeakMap<object, WritableRootFs>();
-
-function doorFor(parts: ContextParts): WritableRootFs {
+/** A tool's file door: read, and write checked against its class and its declared roots. */
+function fileDoor(parts: ContextParts): WritableRootFs {
   const { tool, fs } = parts;
-  let door = doors.get(tool.capabilities);
-  if (!door) {
-    door = Object.freeze({
-      rootIds: fs.rootIds,
-      readText: fs.readText.bind(fs),
-      readBytes: fs.readBytes.bind(fs),
-      stat: fs.stat.bind(fs),
-      stats: fs.stats.bind(fs),
-      list: fs.list.bind(fs),
-      glob: fs.glob.bind(fs),
-      write: (root: string, file: string, data: string | Uint8Array) =>
-        tool.risk === "external-side-effect"
-          ? writeFile(`tool "${tool.name}"`, tool.capabilities.writeRoots, fs, root, file, data)
-          : Promise.reject(denied("ctx.fs.write", "external-side-effect", tool)),
-    });
-    doors.set(tool.capabilities, door);
-  }
-  return door;
+  const refused = () => Promise.reject(denied("read", tool));
+  const reads = holds(tool.risk, "read");
+  return Object.freeze({
+    rootIds: fs.rootIds,
+    readText: reads ? fs.readText.bind(fs) : refused,
+    readBytes: reads ? fs.readBytes.bind(fs) : refused,
+    stat: reads ? fs.stat.bind(fs) : refused,
+    stats: reads ? fs.stats.bind(fs) : refused,
+    list: reads ? fs.list.bind(fs) : refused,
+    glob: reads ? fs.glob.bind(fs) : refused,
+    write: (root: string, file: string, data: string | Uint8Array) =>
+      holds(tool.risk, "write")
+        ? writeFile(`tool "${tool.name}"`, tool.capabilities.writeRoots, fs, root, file, data)
+        : Promise.reject(denied("write", tool)),
+  });
 }
 
-/** The error for a capability the tool's class does not have: it names both, and nothing happens. */
-function denied(capability: string, needs: RiskClass, tool: ContextParts["tool"]): WardenError {
+/** The error for a capability the tool's class does not hold: it names the door and the classes, and nothing happens. */
+function denied(capability: Capability, tool: ContextParts["tool"]): WardenError {
   return new WardenError(
     "capability_denied",
-    problem(`${capability} needs risk class "${needs}"`, `tool "${tool.name}" is "${tool.risk}"`, "nothing was run"),
+    problem(
+      `${ruleOf(capability).door} needs risk class ${classesWords(capability)}`,
+      `tool "${tool.name}" is "${tool.risk}"`,
+      "nothing was run",
+    ),
   );
 }
 
 /**
+ * The context a tool's handler receives: `ctx.fs` (reads under the roots),
+ * `ctx.signal`, `ctx.progress`, `ctx.log` and `ctx.host` for every class, plus
+ * what its class holds (core/capabilities.ts): `ctx.spawn` for gate,
+ * `ctx.fs.write` and `ctx.fetch` for external-side-effect. Each is checked
+ * again at use against what the tool declared in `capabilities`.
+ *
+ * @example A gate tool, saved as tools/git_head.ts: it runs the one program it declares
+ * ```ts
+ * import * as v from "valibot";
+ * import { defineTool } from "../core/tool.ts";
+ *
+ * export const tool = defineTool({
+ *   name: "git_head",
+ *   title: "Git HEAD",
+ *   description: "Names the commit a root's git checkout is at.",
+ *   risk: "gate",
+ *   capabilities: { spawn: ["git"] },
+ *   input: v.strictObject({ root: v.optional(v.string()) }),
+ *   handler: async ({ root }, ctx) => {
+ *     await ctx.progress(0, 1, "asking git");
+ *     const git = await ctx.spawn(["git", "rev-parse", "HEAD"], { root: root ?? ctx.fs.rootIds[0] });
+ *     ctx.log("debug", { exitCode: git.exitCode, ms: git.durationMs });
+ *     if (git.exitCode !== 0) throw new Error(`git rev-parse failed: ${git.stderr.trim()}`);
+ *     return git.stdout.trim();
+ *   },
+ * });
+ * ```
+ *
  * Every class gets this one context; what its class lacks throws
  * `capability_denied` (so a tool that casts its way to a method learns why).
  * A class rather than an object of closures: one is made per call, and this
@@ -75,18 +103,22 @@ function denied(capability: string, needs: RiskClass, tool: ContextParts["tool"]
 class CallContext implements GateContext, ExternalContext {
   readonly #parts: ContextParts;
   #lastProgress = -Infinity;
-  readonly fs: WritableRootFs;
+  /** Made on first use: most calls of most tools never open it. */
+  #fs: WritableRootFs | undefined;
   readonly host: HostFacts;
 
   constructor(parts: ContextParts) {
     this.#parts = parts;
-    this.fs = doorFor(parts);
     this.host = parts.host;
+  }
+
+  get fs(): WritableRootFs {
+    return this.#fs ??= fileDoor(this.#parts);
   }
 
   fetch(url: string, request: FetchRequest = {}): Promise<FetchResult> {
     const { tool } = this.#parts;
-    if (tool.risk !== "external-side-effect") return Promise.reject(denied("ctx.fetch", "external-side-effect", tool));
+    if (!holds(tool.risk, "fetch")) return Promise.reject(denied("fetch", tool));
     return fetchFor(`tool "${tool.name}"`, tool.capabilities.netHosts, url, request, this.signal);
   }
 
@@ -110,7 +142,7 @@ class CallContext implements GateContext, ExternalContext {
 
   spawn(argv: readonly string[], options: SpawnRequest = {}): Promise<SpawnResult> {
     const { tool, spawner } = this.#parts;
-    if (tool.risk !== "gate") return Promise.reject(denied("ctx.spawn", "gate", tool));
+    if (!holds(tool.risk, "spawn")) return Promise.reject(denied("spawn", tool));
     if (!spawner) {
       return Promise.reject(new WardenError("capability_denied", `ctx.spawn is not available in this host`));
     }
@@ -126,13 +158,10 @@ class CallContext implements GateContext, ExternalContext {
   }
 }
 
-const BUILDERS: { [R in RiskClass]: (parts: ContextParts) => ContextByRisk[R] } = {
-  read: (parts) => new CallContext(parts),
-  gate: (parts) => new CallContext(parts),
-  "external-side-effect": (parts) => new CallContext(parts),
-};
-
-/** The context for a tool of class `risk`. */
-export function createContext<R extends RiskClass>(risk: R, parts: ContextParts): ContextByRisk[R] {
-  return BUILDERS[risk](parts);
+/**
+ * The context for a tool of class `risk`: one object for every class, typed as the class's context (what the class
+ * lacks, the object refuses).
+ */
+export function createContext<R extends RiskClass>(_risk: R, parts: ContextParts): ContextByRisk[R] {
+  return new CallContext(parts);
 }

@@ -5,7 +5,6 @@
 export type ErrorCode =
   | "config_invalid"
   | "tool_load_failed"
-  | "catalog_mismatch"
   | "invalid_arguments"
   | "invalid_cursor"
   | "unknown_tool"
@@ -24,8 +23,7 @@ export type ErrorCode =
   | "plugin_failed"
   | "capability_denied"
   | "policy_denied"
-  | "risk_class_disabled"
-  | "ledger_failed";
+  | "risk_class_disabled";
 
 /** An error whose message is meant for the person or agent that caused it. */
 export class WardenError extends Error {

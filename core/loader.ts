@@ -2,10 +2,11 @@
 // the build), imports each and checks it. Every problem names the file and
 // the fix; all are reported together so one run shows them all.
 import { toJsonSchema } from "@valibot/to-json-schema";
+import { CAPABILITY_NAMES, classesWords, holds, ruleOf } from "./capabilities.ts";
 import { messageOf, problem, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
-import { declaredOrigin } from "./egress.ts";
-import { PROGRAM_NAME } from "./spawn.ts";
+import { declaredOrigin } from "./doors/egress.ts";
+import { PROGRAM_NAME } from "./doors/spawn.ts";
 import { isTool, RISK_CLASSES, type Tool, TOOL_NAME_PATTERN } from "./tool.ts";
 
 /** A JSON Schema object, as published in the catalog. */
@@ -62,14 +63,18 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
     problems.push(problem(file, "handler is not a function", "add handler(args, ctx)"));
   }
   const caps = tool.capabilities ?? {};
-  if ((caps.spawn?.length ?? 0) > 0 && tool.risk !== "gate") {
-    problems.push(
-      problem(
-        file,
-        `capability spawn needs risk class "gate", the tool is "${tool.risk}"`,
-        'declare risk: "gate" or drop spawn',
-      ),
-    );
+  for (const capability of CAPABILITY_NAMES) {
+    const key = ruleOf(capability).toolKey;
+    if (key && (caps[key]?.length ?? 0) > 0 && !holds(tool.risk, capability)) {
+      const classes = classesWords(capability);
+      problems.push(
+        problem(
+          file,
+          `capability ${key} needs risk class ${classes}, the tool is "${tool.risk}"`,
+          `declare risk: ${classes} or drop ${key}`,
+        ),
+      );
+    }
   }
   for (const name of caps.spawn ?? []) {
     if (!PROGRAM_NAME.test(name)) {
@@ -89,17 +94,6 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
           file,
           `netHosts entry ${JSON.stringify(host)} is not an origin`,
           'write it as "https://host" or "https://host:port"',
-        ),
-      );
-    }
-  }
-  for (const key of ["writeRoots", "netHosts"] as const) {
-    if ((caps[key]?.length ?? 0) > 0 && tool.risk !== "external-side-effect") {
-      problems.push(
-        problem(
-          file,
-          `capability ${key} needs risk class "external-side-effect", the tool is "${tool.risk}"`,
-          "raise the class or drop it",
         ),
       );
     }
@@ -142,14 +136,16 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
 
 /**
  * Loads every tool file of `dir` whose name ends in one of `extensions` and
- * does not start with `_` (private helpers); throws one error listing every problem.
+ * does not start with `_` (private helpers) or end in `.test` and the extension
+ * (a unit test beside a tool); throws one error listing every problem.
  */
 export async function loadTools(dir: URL, extensions: readonly string[]): Promise<LoadedTool[]> {
   let files: string[];
   try {
     files = (await platform().fs.readDir(platform().fromFileUrl(dir)))
       .filter((entry) =>
-        entry.kind === "file" && extensions.some((ext) => entry.name.endsWith(ext)) && !entry.name.startsWith("_")
+        entry.kind === "file" && !entry.name.startsWith("_") &&
+        extensions.some((ext) => entry.name.endsWith(ext) && !entry.name.endsWith(`.test${ext}`))
       )
       .map((entry) => entry.name)
       .sort();

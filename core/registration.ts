@@ -10,7 +10,7 @@ import { DENO_RUN_FLAGS, type FileStat, platform } from "./platform/mod.ts";
 import { type Confinement, denoConfinement, nodeConfinement } from "./platform/confinement.ts";
 import type { PluginRecord } from "./plugins/trust/discover.ts";
 import { osLimits } from "./plugins/sandbox/limits.ts";
-import type { Spawner } from "./spawn.ts";
+import type { Spawner } from "./doors/spawn.ts";
 
 /** Where warden is installed, and where its built-in tools load from (source for deno, build for node). */
 export interface Install {

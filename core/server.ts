@@ -9,8 +9,8 @@ import { resultJson, stopCalls } from "./call.ts";
 import { problem, received } from "./errors.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";
-import type { RootFs } from "./roots.ts";
-import type { Spawner } from "./spawn.ts";
+import type { RootFs } from "./doors/roots.ts";
+import type { Spawner } from "./doors/spawn.ts";
 import { isId, type JsonRpcMessage, type RequestId, StdioTransport } from "./stdio.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "./tool.ts";
 

@@ -2,12 +2,15 @@
 // about a tool than what this file describes.
 import type * as v from "valibot";
 import type { PluginRecord } from "./plugins/trust/discover.ts";
-import type { RootFs } from "./roots.ts";
-import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./spawn.ts";
-import type { FetchRequest, FetchResult, WriteResult } from "./egress.ts";
+import type { RootFs } from "./doors/roots.ts";
+import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
 import type { Confinement } from "./platform/confinement.ts";
 
-/** What a tool may touch. Higher classes add capabilities to the context. */
+/**
+ * What a tool may touch. Which capabilities each class holds is the table in core/capabilities.ts; the classes are not
+ * nested (gate's spawn is not external-side-effect's), and the context types below follow the table.
+ */
 export type RiskClass = "read" | "gate" | "external-side-effect";
 
 export const RISK_CLASSES: readonly RiskClass[] = Object.freeze(["read", "gate", "external-side-effect"]);
@@ -63,7 +66,7 @@ export interface ReadContext extends BaseContext {
   readonly fs: RootFs;
 }
 
-/** `gate`: read, plus the programs on the tool's allowlist, confined (see core/spawn.ts). */
+/** `gate`: read, plus the programs on the tool's allowlist, confined (see core/doors/spawn.ts). */
 export interface GateContext extends ReadContext {
   spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
 }
@@ -88,8 +91,9 @@ export interface ContextByRisk {
 
 /**
  * What a tool may reach beyond reading roots, declared in its file and
- * published nowhere but checked at every use: `spawn` (gate) names programs,
- * `writeRoots` and `netHosts` (external-side-effect) name roots and origins.
+ * published nowhere but checked at every use: `spawn` names programs,
+ * `writeRoots` roots and `netHosts` origins. The loader refuses a key whose
+ * capability the tool's class does not hold (core/capabilities.ts).
  */
 export interface ToolCapabilities {
   readonly spawn?: readonly string[];
@@ -144,14 +148,26 @@ export interface Tool {
 }
 
 /**
- * Declares a tool. The only export a tool file needs:
+ * Declares a tool: the only export a tool file needs. The handler gets the
+ * arguments validated against `input`, and the context of its `risk` class
+ * (see core/context.ts); with `output`, it returns that object.
  *
- * @example
+ * @example A read tool, saved as tools/line_count.ts (the file is named after the tool)
  * ```ts
+ * import * as v from "valibot";
+ * import { defineTool } from "../core/tool.ts";
+ *
  * export const tool = defineTool({
- *   name: "echo", title: "Echo", description: "Returns its input.",
- *   risk: "read", input: v.strictObject({ text: v.string() }),
- *   handler: ({ text }) => text,
+ *   name: "line_count",
+ *   title: "Line count",
+ *   description: "Counts the lines of one file under a root.",
+ *   risk: "read",
+ *   input: v.strictObject({ path: v.string(), root: v.optional(v.string()) }),
+ *   output: v.object({ path: v.string(), lines: v.number() }),
+ *   handler: async ({ path, root }, ctx) => {
+ *     const text = await ctx.fs.readText(root ?? ctx.fs.rootIds[0], path);
+ *     return { path, lines: text === "" ? 0 : text.split("\n").length };
+ *   },
  * });
  * ```
  */

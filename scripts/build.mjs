@@ -1,6 +1,8 @@
 // Builds what node runs: dist/core/main.js (the server and CLI) and one module
 // per tool in dist/tools/, bundled and tree-shaken with shared chunks, so that
-// node starts fast. With --tests it also builds test/*.test.ts into dist/test/.
+// node starts fast. With --tests it also builds test/*.test.ts into dist/test/
+// and the unit tests beside the modules (core/**/*.test.ts, tools/**/*.test.ts)
+// into dist/unit/, at the same paths.
 // Plain JavaScript on purpose: node 20 runs it without a TypeScript loader.
 import { build } from "esbuild";
 import {
@@ -24,8 +26,19 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const withTests = process.argv.includes("--tests");
 
 const tools = readdirSync(new URL("../tools/", import.meta.url), { withFileTypes: true })
-  .filter((entry) => entry.isFile() && entry.name.endsWith(".ts") && !entry.name.startsWith("_"))
+  .filter((entry) =>
+    entry.isFile() && entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts") && !entry.name.startsWith("_")
+  )
   .map((entry) => `tools/${entry.name}`);
+
+/** The unit tests beside the modules of `dir`, at any depth, as paths from the repository root. */
+function unitTests(dir) {
+  return readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const rel = path.posix.join(dir, entry.name);
+    if (entry.isDirectory()) return unitTests(rel);
+    return entry.isFile() && entry.name.endsWith(".test.ts") ? [rel] : [];
+  }).sort();
+}
 
 rmSync(new URL("../dist/core", import.meta.url), { recursive: true, force: true });
 rmSync(new URL("../dist/tools", import.meta.url), { recursive: true, force: true });
@@ -50,7 +63,7 @@ const withoutAjv = {
  * Puts the deno binary where the documented deno commands start it, as the `deno` package's own install script
  * (disabled: package.json allowScripts) would: a hard link of @deno/<platform>/deno at node_modules/deno/deno, and
  * node_modules/.bin/deno pointing at it instead of at the package's bin.cjs, a node script that costs every deno
- * command a node start (~100 ms) before deno's own. Without the platform package it leaves the shim alone.
+ * command a node start before deno's own. Without the platform package it leaves the shim alone.
  */
 function linkDenoBinary() {
   const require = createRequire(import.meta.url);
@@ -164,11 +177,9 @@ if (withTests) {
       .map((name) => `test/fixtures/${dir}/${name}`)
   );
   rmSync(new URL("../dist/test", import.meta.url), { recursive: true, force: true });
-  await build({
+  rmSync(new URL("../dist/unit", import.meta.url), { recursive: true, force: true });
+  const asTests = {
     absWorkingDir: root,
-    entryPoints: [...testFiles, ...fixtureTools],
-    outdir: "dist/test",
-    outbase: "test",
     bundle: true,
     format: "esm",
     platform: "node",
@@ -176,7 +187,10 @@ if (withTests) {
     packages: "external",
     sourcemap: "inline",
     logLevel: "warning",
-  });
+  };
+  await build({ ...asTests, entryPoints: [...testFiles, ...fixtureTools], outdir: "dist/test", outbase: "test" });
+  const units = [...unitTests("core"), ...unitTests("tools")];
+  if (units.length > 0) await build({ ...asTests, entryPoints: units, outdir: "dist/unit", outbase: "." });
 }
 process.stderr.write(
   `build: ${tools.length} tools${withTests ? " and tests" : ""} in ${

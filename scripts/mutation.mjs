@@ -30,14 +30,14 @@ export const MODULES = {
   lock: { file: "core/plugins/trust/lock.ts", suites: ["lock_file", "pins", "plugins"] },
   policy: { file: "core/policy.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
   egress: {
-    file: "core/egress.ts",
+    file: "core/doors/egress.ts",
     suites: ["egress_fetch", "egress_ranges", "egress"],
     // Every describe but the DNS rebinding one, whose fake DNS server answers by query count and fails the initial
     // run on a loaded machine.
     filter: "/^(external-side-effect|isNonPublicAddress|ctx\\.fetch (refuses|against a loopback|to declared|over)|" +
       "ctx\\.fs\\.write|declared origins)/",
   },
-  spawn: { file: "core/spawn.ts", suites: ["spawn_requests", "spawn_group", "gate"] },
+  spawn: { file: "core/doors/spawn.ts", suites: ["spawn_requests", "spawn_group", "gate"] },
   allowed_signers: { file: "core/plugins/trust/allowed_signers.ts", suites: ["sshsig", "pins", "plugins"] },
   sshsig: { file: "core/plugins/trust/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
   ledger: {
@@ -47,7 +47,7 @@ export const MODULES = {
     filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
       "a server killed mid-call|README.s ledger section)/",
   },
-  roots: { file: "core/roots.ts", suites: ["roots"] },
+  roots: { file: "core/doors/roots.ts", suites: ["roots"] },
 };
 
 function fail(message) {

@@ -1,7 +1,11 @@
 // `npm test`: builds, then runs every suite under node (on the build) and
-// under deno (on the source). Fails if either run fails.
+// under deno (on the source): the end-to-end suites of test/ and the unit
+// tests beside the modules (core/**/*.test.ts, tools/**/*.test.ts, built into
+// dist/unit/). Fails if either run fails.
+// Usage: node scripts/test.mjs [prefix ...], to run only the test files whose names start with a prefix.
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -16,11 +20,23 @@ function run(label, command, args) {
   return result.status ?? 1;
 }
 
+/** The built test files under `dir` (relative to the repository root), at any depth. */
+function builtTests(dir) {
+  if (!existsSync(path.join(root, dir))) return [];
+  return readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const rel = path.posix.join(dir, entry.name);
+    if (entry.isDirectory()) return dir === "dist/test" ? [] : builtTests(rel); // dist/test/ holds fixtures below
+    return entry.isFile() && entry.name.endsWith(".test.js") ? [rel] : [];
+  });
+}
+
 if (run("build", process.execPath, ["scripts/build.mjs", "--tests"]) !== 0) process.exit(1);
-const nodeTests = readdirSync(new URL("../dist/test/", import.meta.url))
-  .filter((name) => name.endsWith(".test.js") && (only.length === 0 || only.some((o) => name.startsWith(o))))
-  .map((name) => `dist/test/${name}`);
-const denoTests = nodeTests.map((file) => file.replace(/^dist\/test\/(.*)\.js$/, "test/$1.ts"));
+const nodeTests = [...builtTests("dist/test"), ...builtTests("dist/unit")]
+  .filter((file) => only.length === 0 || only.some((o) => path.posix.basename(file).startsWith(o)));
+// Each built file's source: dist/test/x.test.js is test/x.test.ts, dist/unit/core/x.test.js is core/x.test.ts.
+const denoTests = nodeTests.map((file) =>
+  file.replace(/^dist\/test\/(.*)\.js$/, "test/$1.ts").replace(/^dist\/unit\/(.*)\.js$/, "$1.ts")
+);
 const nodeStatus = run("node", process.execPath, ["--test", "--test-reporter=spec", ...nodeTests]);
 const denoStatus = run("deno", denoBin, ["test", "--no-prompt", "--allow-all", ...denoTests]);
 process.stderr.write(

@@ -14,7 +14,8 @@ function sourceFiles(dir: string): string[] {
   for (const name of readdirSync(path.join(repoRoot, dir))) {
     const rel = path.posix.join(dir, name);
     if (statSync(path.join(repoRoot, rel)).isDirectory()) out.push(...sourceFiles(rel));
-    else if (/\.(ts|mts|js|mjs)$/.test(name)) out.push(rel);
+    // Unit tests beside a module (x.test.ts) are not shipped code: they may use node:test and what a test needs.
+    else if (/\.(ts|mts|js|mjs)$/.test(name) && !/\.test\.ts$/.test(name)) out.push(rel);
   }
   return out.sort();
 }

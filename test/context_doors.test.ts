@@ -11,8 +11,8 @@ import { after, before, describe, it } from "node:test";
 import { createContext } from "../core/context.ts";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
-import { openRoots, type RootFs } from "../core/roots.ts";
-import { Spawner } from "../core/spawn.ts";
+import { openRoots, type RootFs } from "../core/doors/roots.ts";
+import { Spawner } from "../core/doors/spawn.ts";
 import type { HostFacts, RiskClass } from "../core/tool.ts";
 import { runtimeName, tempDir } from "./helpers.ts";
 

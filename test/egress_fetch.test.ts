@@ -1,4 +1,4 @@
-// core/egress.ts in process, against a loopback server of the test's own: what
+// core/doors/egress.ts in process, against a loopback server of the test's own: what
 // a fetch sends (method, path and query, body, headers less the connection's
 // own), what it keeps of the answer (headers, a body cut at maxBytes, a body
 // cut short by the server), how it follows redirects (method changes, the
@@ -11,10 +11,10 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { declaredOrigin, fetchFor, writeFile } from "../core/egress.ts";
+import { declaredOrigin, fetchFor, writeFile } from "../core/doors/egress.ts";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
-import { openRoots, type RootFs } from "../core/roots.ts";
+import { openRoots, type RootFs } from "../core/doors/roots.ts";
 import { runtimeName, skipOrFail, tempDir } from "./helpers.ts";
 
 type Seen = { method: string; url: string; headers: IncomingMessage["headers"]; body: string };

@@ -25,6 +25,7 @@ const FILES: Record<string, string> = {
   "transformed.js": tool("transformed", "v.strictObject({ n: v.pipe(v.string(), v.transform(Number)) })"),
   "broken_syntax.js": "export const tool = {;\n",
   "_helper.js": "throw new Error('files starting with _ are helpers and never loaded');\n",
+  "good.test.js": "throw new Error('unit tests beside a tool (x.test.js) are never loaded');\n",
 };
 
 describe(`loader (${runtimeName})`, () => {

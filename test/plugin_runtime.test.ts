@@ -20,7 +20,7 @@ import { pluginDenoArgs, pluginEnv } from "../core/plugins/sandbox/launch.ts";
 import { withoutHostFacts } from "../core/plugins/sandbox/requests.ts";
 import { PLUGIN_RUNTIME_DEFAULTS, PluginRuntime, type PluginRuntimeOptions } from "../core/plugins/sandbox/runtime.ts";
 import type { PluginCallContext } from "../core/plugins/sandbox/session.ts";
-import { openRoots, type RootFs } from "../core/roots.ts";
+import { openRoots, type RootFs } from "../core/doors/roots.ts";
 import type { ClientLogLevel } from "../core/tool.ts";
 import { eventually, repoRoot, runtimeName, skipOrFail, tempDir } from "./helpers.ts";
 

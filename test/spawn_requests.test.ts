@@ -1,4 +1,4 @@
-// core/spawn.ts in process: every environment name a program may not be
+// core/doors/spawn.ts in process: every environment name a program may not be
 // given, the limits a request is clamped to, stdin, stderr's own cap, the
 // devices a program may be pointed at, and what each refusal says. What a
 // refused request would have run writes a marker, which stays absent.
@@ -8,8 +8,8 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
-import { openRoots, type RootFs } from "../core/roots.ts";
-import { Spawner, type SpawnRequest } from "../core/spawn.ts";
+import { openRoots, type RootFs } from "../core/doors/roots.ts";
+import { Spawner, type SpawnRequest } from "../core/doors/spawn.ts";
 import process from "node:process";
 import { eventually, runtimeName, tempDir } from "./helpers.ts";
 

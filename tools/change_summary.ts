@@ -3,7 +3,7 @@
 // with insertions and deletions.
 import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
-import type { SpawnResult } from "../core/spawn.ts";
+import type { SpawnResult } from "../core/doors/spawn.ts";
 import { defineTool, type GateContext } from "../core/tool.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 

@@ -13,8 +13,8 @@ import { buildCatalog, builtinEntry } from "../../core/catalog.ts";
 import { type AppendOutcome, Ledger } from "../../core/ledger.ts";
 import { initPlatform, platform } from "../../core/platform/mod.ts";
 import { governedCall } from "../../core/policy.ts";
-import { openRoots } from "../../core/roots.ts";
-import { Spawner } from "../../core/spawn.ts";
+import { openRoots } from "../../core/doors/roots.ts";
+import { Spawner } from "../../core/doors/spawn.ts";
 import { defineTool, type RiskClass } from "../../core/tool.ts";
 import * as v from "valibot";
 

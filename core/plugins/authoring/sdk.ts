@@ -6,8 +6,8 @@
 // requests its ctx sends to the host, which answers those its risk class and
 // manifest allow.
 import type * as v from "valibot";
-import type { FetchRequest, FetchResult, WriteResult } from "../../egress.ts";
-import type { SpawnRequest, SpawnResult } from "../../spawn.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "../../doors/egress.ts";
+import type { SpawnRequest, SpawnResult } from "../../doors/spawn.ts";
 import type { ClientLogLevel, RiskClass } from "../../tool.ts";
 
 /**

@@ -6,7 +6,7 @@ import type { Config } from "../../config.ts";
 import { problem, WardenError } from "../../errors.ts";
 import { validateJsonSchema } from "../../json_schema.ts";
 import { log } from "../../log.ts";
-import { restrictRoots, type RootFs } from "../../roots.ts";
+import { restrictRoots, type RootFs } from "../../doors/roots.ts";
 import type { ExternalContext, GateContext, ToolContext } from "../../tool.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "../trust/discover.ts";
 import { limitsOf, noCpuBudgetWhy, osLimits } from "./limits.ts";

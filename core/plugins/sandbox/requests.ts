@@ -5,9 +5,9 @@
 // child is not trusted, and what goes back to the plugin loses host paths and
 // addresses.
 import { problem, received, WardenError } from "../../errors.ts";
-import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../../roots.ts";
-import type { FetchRequest, FetchResult, WriteResult } from "../../egress.ts";
-import type { SpawnRequest, SpawnResult } from "../../spawn.ts";
+import { DEFAULT_MAX_READ_BYTES, type GlobOptions, type RootFs } from "../../doors/roots.ts";
+import type { FetchRequest, FetchResult, WriteResult } from "../../doors/egress.ts";
+import type { SpawnRequest, SpawnResult } from "../../doors/spawn.ts";
 import { isRecord, isString } from "./protocol.ts";
 
 /**

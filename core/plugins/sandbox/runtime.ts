@@ -22,7 +22,7 @@
 // launch.ts starts a child, session.ts runs one child and its calls,
 // protocol.ts checks its messages, requests.ts answers its host requests.
 import { problem, received, WardenError } from "../../errors.ts";
-import type { RootFs } from "../../roots.ts";
+import type { RootFs } from "../../doors/roots.ts";
 import { toBase64 } from "./launch.ts";
 import { limitsOf, PLUGIN_LIMITS } from "./limits.ts";
 import { type PluginCallContext, Session, type Settings } from "./session.ts";

@@ -8,7 +8,7 @@ import path from "node:path";
 import { concatBytes } from "../../bytes.ts";
 import { type ErrorCode, messageOf, problem, received, WardenError } from "../../errors.ts";
 import { type ChildProcessHandle, platform, type ProcessExit } from "../../platform/mod.ts";
-import type { RootFs } from "../../roots.ts";
+import type { RootFs } from "../../doors/roots.ts";
 import type { ClientLogLevel } from "../../tool.ts";
 import { pluginCommand, pluginEnv } from "./launch.ts";
 import { osLimits } from "./limits.ts";

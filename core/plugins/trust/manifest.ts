@@ -1,13 +1,14 @@
 // The plugin manifest: what a plugin is, what it may touch and the tools it
 // serves, signed as exact bytes. The bytes must be their own RFC 8785
 // canonical form, so one signed text has exactly one reading.
-import { declaredOrigin } from "../../egress.ts";
-import { PROGRAM_NAME } from "../../spawn.ts";
+import { declaredOrigin } from "../../doors/egress.ts";
+import { PROGRAM_NAME } from "../../doors/spawn.ts";
 import * as v from "valibot";
 import { canonicalJson } from "../../canonical_json.ts";
 import { schemaProblems } from "../../json_schema.ts";
 import { RISK_CLASSES, type RiskClass } from "../../tool.ts";
 import { PLUGIN_LIMITS } from "../sandbox/limits.ts";
+import { CAPABILITY_NAMES, holds, ruleOf } from "../../capabilities.ts";
 import { isStrictJsonValue, parseStrictJson, StrictJsonError } from "./strict_json.ts";
 
 /** An optional whole number within a limit's host bounds, described with its default. */
@@ -180,22 +181,14 @@ export function readManifest(bytes: Uint8Array, directory: string): Manifest | M
       reason: `manifest id "${manifest.id}" differs from its directory "${directory}"`,
     };
   }
-  if (manifest.risk === "read") {
-    for (const key of ["argv", "writeRoots", "netHosts"] as const) {
-      if ((manifest.capabilities[key] ?? []).length > 0) {
-        return { status: "invalid-manifest", reason: `capability ${key} is not available to risk class "read"` };
-      }
+  for (const capability of CAPABILITY_NAMES) {
+    const key = ruleOf(capability).manifestKey;
+    if ((manifest.capabilities[key] ?? []).length > 0 && !holds(manifest.risk, capability)) {
+      return {
+        status: "invalid-manifest",
+        reason: `capability ${key} is not available to risk class "${manifest.risk}"`,
+      };
     }
-  }
-  if (manifest.risk === "gate") {
-    for (const key of ["writeRoots", "netHosts"] as const) {
-      if ((manifest.capabilities[key] ?? []).length > 0) {
-        return { status: "invalid-manifest", reason: `capability ${key} is not available to risk class "gate"` };
-      }
-    }
-  }
-  if (manifest.risk === "external-side-effect" && (manifest.capabilities.argv ?? []).length > 0) {
-    return { status: "invalid-manifest", reason: 'capability argv is only for risk class "gate"' };
   }
   const notOrigin = (manifest.capabilities.netHosts ?? []).find((host) => declaredOrigin(host) !== host);
   if (notOrigin !== undefined) {

@@ -3,9 +3,9 @@
 // absolute paths and symlinks that lead out of a root are refused. Results
 // name roots by id and paths relative to the root, never host paths.
 import path from "node:path";
-import { problem, received, WardenError } from "./errors.ts";
-import { type FileStat, platform, type PlatformDirEntry } from "./platform/mod.ts";
-import { LSTAT_DIRECTORY, LSTAT_FIELDS, LSTAT_FILE, LSTAT_MISSING, LSTAT_SYMLINK } from "./platform/lstat_many.ts";
+import { problem, received, WardenError } from "../errors.ts";
+import { type FileStat, platform, type PlatformDirEntry } from "../platform/mod.ts";
+import { LSTAT_DIRECTORY, LSTAT_FIELDS, LSTAT_FILE, LSTAT_MISSING, LSTAT_SYMLINK } from "../platform/lstat_many.ts";
 
 /** A configured root: a logical id and the directory it stands for. */
 export interface RootSpec {
@@ -53,7 +53,7 @@ export interface RootFs {
   /**
    * Stats many paths at once, in order: null for one that is missing or
    * refused. For checking a cache of thousands of files, where a `stat` each
-   * (a real-path walk and two thread hops per file) costs ten times more.
+   * (a real-path walk and two thread hops per file) costs far more.
    */
   stats(root: string, files: readonly string[]): Promise<(FileInfo | null)[]>;
   list(root: string, dir?: string): Promise<DirEntry[]>;
@@ -153,11 +153,15 @@ export async function openRoots(specs: readonly RootSpec[]): Promise<RootFs> {
 }
 
 /**
- * The host side of each door: resolving a directory to its real path, for the
- * host's own use (a spawned program's working directory). Never given to tools.
+ * The RootFs the host makes (openRoots, restrictRoots): what tools read through, plus the real paths only the host
+ * may see. A tool never holds one: its `ctx.fs` is the context's door (core/context.ts), which passes the reads on.
  */
-const directories = new WeakMap<RootFs, (root: string, dir: string) => Promise<string>>();
-const writables = new WeakMap<RootFs, (root: string, file: string) => Promise<{ real: string; display: string }>>();
+type HostRootFs = ConfinedFs | NarrowedFs;
+
+function hostRootFs(fs: RootFs, what: string): HostRootFs {
+  if (fs instanceof ConfinedFs || fs instanceof NarrowedFs) return fs;
+  throw new Error(`${what} needs a RootFs made by openRoots or restrictRoots`);
+}
 
 /**
  * Where a write to `file` in `root` would land, after the same checks as a
@@ -169,16 +173,12 @@ export async function writableTarget(
   root: string,
   file: string,
 ): Promise<{ real: string; display: string }> {
-  const resolve = writables.get(fs);
-  if (!resolve) throw new Error("writableTarget needs a RootFs made by openRoots or restrictRoots");
-  return await resolve(root, file);
+  return await hostRootFs(fs, "writableTarget").writableTarget(root, file);
 }
 
 /** The real path of directory `dir` in `root`, after every check ctx.fs makes; for the host only. */
 export async function realDirectory(fs: RootFs, root: string, dir: string): Promise<string> {
-  const resolve = directories.get(fs);
-  if (!resolve) throw new Error("realDirectory needs a RootFs made by openRoots or restrictRoots");
-  return await resolve(root, dir);
+  return await hostRootFs(fs, "realDirectory").realDirectory(root, dir);
 }
 
 /** See ConfinedFs.#statsPlan. */
@@ -202,49 +202,53 @@ class ConfinedFs implements RootFs {
   constructor(roots: ReadonlyMap<string, OpenRoot>) {
     this.#roots = roots;
     this.rootIds = Object.freeze([...roots.keys()]);
-    writables.set(this, async (root, file) => {
-      if (typeof file !== "string" || file.includes("\0")) {
-        throw new WardenError(
-          "path_refused",
-          problem("Invalid path", `${received(file)} is not a path without NUL bytes`),
-        );
-      }
-      const name = path.basename(file);
-      if (name === "" || name === "." || name === ".." || file.endsWith("/") || file.endsWith(path.sep)) {
-        throw new WardenError("path_refused", problem("Invalid path", `${received(file)} does not name a file`));
-      }
-      const parent = await this.#resolve(root, path.dirname(file));
-      const real = path.join(parent.real, name);
-      const display = parent.display === "." ? name : `${parent.display}/${name}`;
-      const existing = await platform().fs.lstat(real).catch(() => null);
-      if (existing?.isSymlink) {
-        throw new WardenError(
-          "path_refused",
-          problem(
-            `Path refused in root "${parent.root.id}"`,
-            `${received(display)} is a symlink`,
-            "warden never writes through one",
-          ),
-        );
-      }
-      if (existing && !existing.isFile) {
-        throw new WardenError(
-          "path_refused",
-          problem(`Path refused in root "${parent.root.id}"`, `${received(display)} is not a regular file`),
-        );
-      }
-      return { real, display };
-    });
-    directories.set(this, async (root, dir) => {
-      const target = await this.#resolve(root, dir);
-      if (!(await platform().fs.stat(target.real)).isDirectory) {
-        throw new WardenError(
-          "not_found",
-          problem(`Not a directory in root "${target.root.id}"`, received(target.display)),
-        );
-      }
-      return target.real;
-    });
+  }
+
+  /** See writableTarget; for the host only. */
+  async writableTarget(root: string, file: string): Promise<{ real: string; display: string }> {
+    if (typeof file !== "string" || file.includes("\0")) {
+      throw new WardenError(
+        "path_refused",
+        problem("Invalid path", `${received(file)} is not a path without NUL bytes`),
+      );
+    }
+    const name = path.basename(file);
+    if (name === "" || name === "." || name === ".." || file.endsWith("/") || file.endsWith(path.sep)) {
+      throw new WardenError("path_refused", problem("Invalid path", `${received(file)} does not name a file`));
+    }
+    const parent = await this.#resolve(root, path.dirname(file));
+    const real = path.join(parent.real, name);
+    const display = parent.display === "." ? name : `${parent.display}/${name}`;
+    const existing = await platform().fs.lstat(real).catch(() => null);
+    if (existing?.isSymlink) {
+      throw new WardenError(
+        "path_refused",
+        problem(
+          `Path refused in root "${parent.root.id}"`,
+          `${received(display)} is a symlink`,
+          "warden never writes through one",
+        ),
+      );
+    }
+    if (existing && !existing.isFile) {
+      throw new WardenError(
+        "path_refused",
+        problem(`Path refused in root "${parent.root.id}"`, `${received(display)} is not a regular file`),
+      );
+    }
+    return { real, display };
+  }
+
+  /** See realDirectory; for the host only. */
+  async realDirectory(root: string, dir: string): Promise<string> {
+    const target = await this.#resolve(root, dir);
+    if (!(await platform().fs.stat(target.real)).isDirectory) {
+      throw new WardenError(
+        "not_found",
+        problem(`Not a directory in root "${target.root.id}"`, received(target.display)),
+      );
+    }
+    return target.real;
   }
 
   #root(id: string): OpenRoot {
@@ -260,7 +264,7 @@ class ConfinedFs implements RootFs {
 
   /** The path relative to the root, by its text alone: a string, no NUL, not leading out. */
   #lexical(root: OpenRoot, input: string): { rel: string; display: string } {
-    // The common case, a plain relative path ("src/a.ts"), is its own answer; path's resolve and relative cost ~10 µs.
+    // The common case, a plain relative path ("src/a.ts"), is its own answer, without path's resolve and relative.
     if (typeof input === "string" && path.sep === "/" && PLAIN_RELATIVE.test(input) && !DOT_SEGMENT.test(input)) {
       return { rel: input, display: input };
     }
@@ -646,32 +650,69 @@ function confinedGlobFs(rootReal: string): GlobFs {
  */
 export function restrictRoots(fs: RootFs, allowed: readonly string[], who: string): RootFs {
   if (allowed.includes("*")) return fs;
-  const rootIds = Object.freeze(fs.rootIds.filter((id) => allowed.includes(id)));
-  const check = (root: string) => {
-    if (!rootIds.includes(root)) {
+  return new NarrowedFs(fs, allowed, who);
+}
+
+class NarrowedFs implements RootFs {
+  readonly rootIds: readonly string[];
+  readonly #fs: RootFs;
+  readonly #who: string;
+
+  constructor(fs: RootFs, allowed: readonly string[], who: string) {
+    this.#fs = fs;
+    this.#who = who;
+    this.rootIds = Object.freeze(fs.rootIds.filter((id) => allowed.includes(id)));
+    Object.freeze(this);
+  }
+
+  #check(root: string): string {
+    if (!this.rootIds.includes(root)) {
       throw new WardenError(
         "unknown_root",
         problem(
           "Unknown root",
           `received ${received(root)}`,
-          rootIds.length ? `${who} may read: ${rootIds.join(", ")}` : `${who} declared no configured root`,
+          this.rootIds.length
+            ? `${this.#who} may read: ${this.rootIds.join(", ")}`
+            : `${this.#who} declared no configured root`,
         ),
       );
     }
     return root;
-  };
-  const narrowed: RootFs = Object.freeze(
-    {
-      rootIds,
-      readText: (root, file, options) => Promise.resolve().then(() => fs.readText(check(root), file, options)),
-      readBytes: (root, file, options) => Promise.resolve().then(() => fs.readBytes(check(root), file, options)),
-      stat: (root, file) => Promise.resolve().then(() => fs.stat(check(root), file)),
-      stats: (root, files) => Promise.resolve().then(() => fs.stats(check(root), files)),
-      list: (root, dir) => Promise.resolve().then(() => fs.list(check(root), dir)),
-      glob: (root, patterns, options) => Promise.resolve().then(() => fs.glob(check(root), patterns, options)),
-    } satisfies RootFs,
-  );
-  directories.set(narrowed, (root, dir) => realDirectory(fs, check(root), dir));
-  writables.set(narrowed, (root, file) => writableTarget(fs, check(root), file));
-  return narrowed;
+  }
+
+  // Each check runs inside the promise, so a refused root is a rejection like every other failure of a read.
+  readText(root: string, file: string, options?: { maxBytes?: number }): Promise<string> {
+    return Promise.resolve().then(() => this.#fs.readText(this.#check(root), file, options));
+  }
+
+  readBytes(root: string, file: string, options?: { maxBytes?: number }): Promise<Uint8Array> {
+    return Promise.resolve().then(() => this.#fs.readBytes(this.#check(root), file, options));
+  }
+
+  stat(root: string, file: string): Promise<FileInfo> {
+    return Promise.resolve().then(() => this.#fs.stat(this.#check(root), file));
+  }
+
+  stats(root: string, files: readonly string[]): Promise<(FileInfo | null)[]> {
+    return Promise.resolve().then(() => this.#fs.stats(this.#check(root), files));
+  }
+
+  list(root: string, dir?: string): Promise<DirEntry[]> {
+    return Promise.resolve().then(() => this.#fs.list(this.#check(root), dir));
+  }
+
+  glob(root: string, patterns: string | readonly string[], options?: GlobOptions): Promise<string[]> {
+    return Promise.resolve().then(() => this.#fs.glob(this.#check(root), patterns, options));
+  }
+
+  /** See realDirectory; for the host only. */
+  realDirectory(root: string, dir: string): Promise<string> {
+    return Promise.resolve().then(() => realDirectory(this.#fs, this.#check(root), dir));
+  }
+
+  /** See writableTarget; for the host only. */
+  writableTarget(root: string, file: string): Promise<{ real: string; display: string }> {
+    return Promise.resolve().then(() => writableTarget(this.#fs, this.#check(root), file));
+  }
 }

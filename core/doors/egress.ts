@@ -4,9 +4,9 @@
 // against what the name resolves to: a name that leads to a loopback or
 // private address is refused unless that address itself was declared; the
 // connection goes to the addresses checked, never to a second lookup's).
-import { concatBytes } from "./bytes.ts";
-import { problem, received, WardenError } from "./errors.ts";
-import { platform } from "./platform/mod.ts";
+import { concatBytes } from "../bytes.ts";
+import { problem, received, WardenError } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
 import { type RootFs, writableTarget } from "./roots.ts";
 
 /** What ctx.fs.write returns. */

@@ -5,9 +5,9 @@
 // an honest `truncated`; and, where bubblewrap works, no network and no
 // writes outside a per-call scratch directory, which is removed afterwards.
 import path from "node:path";
-import { problem, received, WardenError } from "./errors.ts";
-import { log } from "./log.ts";
-import { platform } from "./platform/mod.ts";
+import { problem, received, WardenError } from "../errors.ts";
+import { log } from "../log.ts";
+import { platform } from "../platform/mod.ts";
 import { isInside, realDirectory, type RootFs } from "./roots.ts";
 
 /** What a tool may ask of ctx.spawn. */
