@@ -2,7 +2,7 @@
 // directly or transitively, with depth and type-only dependencies marked.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import type { ImportEdge } from "./lib/module_graph.ts";
+import type { ImportEdge } from "./lib/graph/module_graph.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 /**
@@ -73,8 +73,8 @@ export const tool = defineTool({
   }),
   handler: async (args, ctx) => {
     // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
-    const { moduleGraph } = await import("./lib/module_graph.ts");
-    const { dependentsOf, fileArgument, unknownsReaching } = await import("./lib/graph_queries.ts");
+    const { moduleGraph } = await import("./lib/graph/module_graph.ts");
+    const { dependentsOf, fileArgument, unknownsReaching } = await import("./lib/graph/graph_queries.ts");
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
     const file = await fileArgument(ctx, graph, args.module, "module");
