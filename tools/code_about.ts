@@ -2,7 +2,7 @@
 // as TypeScript would), declares, and which modules import it.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import type { Binding } from "./lib/graph/module_summary.ts";
+import type { Binding } from "./lib/graph/records.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 const Target = v.object({

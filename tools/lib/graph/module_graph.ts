@@ -7,7 +7,8 @@
 // all when files appear or vanish or a package.json or tsconfig changes.
 import type { ReadContext } from "../../../core/tool.ts";
 import { messageOf, problem, received, WardenError } from "../../../core/errors.ts";
-import { isModuleFile, type ModuleSummary, summarizeModule } from "./module_summary.ts";
+import { isModuleFile, summarizeModule } from "./module_summary.ts";
+import type { ModuleSummary } from "./records.ts";
 import { markWorkspaces, type PackageInfo, parsePackage } from "./packages.ts";
 import { type Resolution, Resolver } from "./resolver.ts";
 import { type ConfigSet, isConfigFile, loadConfigs } from "./tsconfig.ts";

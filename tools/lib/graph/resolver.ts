@@ -6,7 +6,7 @@
 // root: only those make an answer a lower bound.
 import path from "node:path";
 import type { ts as TS } from "ts-morph";
-import type { ImportRecord } from "./module_summary.ts";
+import type { ImportRecord } from "./records.ts";
 import { isModuleFile } from "./module_summary.ts";
 import { conventionalSourceStem, NODE_BUILTINS, type PackageInfo, packageNameOf } from "./packages.ts";
 import type { ConfigSet, ProjectConfig } from "./tsconfig.ts";

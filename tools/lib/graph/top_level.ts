@@ -7,7 +7,7 @@
 // reader knows the statements modules are made of and gives up on the rest.
 import type { ts as TS } from "ts-morph";
 import type { TsApi } from "../../../core/typescript.ts";
-import type { Binding, ExportRecord, ImportKind, SymbolKind, SymbolRecord } from "./module_summary.ts";
+import type { Binding, ExportRecord, ImportKind, SymbolKind, SymbolRecord } from "./records.ts";
 import type { OutlineTokens } from "./outline.ts";
 
 /** A binding before its uses are known. */
