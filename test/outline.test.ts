@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, it } from "node:test";
-import type { TsApi } from "../core/typescript.ts";
+import type { TsApi } from "../tools/lib/typescript/typescript.ts";
 import { summarizeModule } from "../tools/lib/graph/module_summary.ts";
 import { outlineOf, tokenUsage, usageFrom } from "../tools/lib/graph/outline.ts";
 import { readArchive } from "./fixtures/code/harness.ts";

@@ -12,7 +12,7 @@ import type { ModuleSummary } from "./records.ts";
 import { markWorkspaces, type PackageInfo, parsePackage } from "./packages.ts";
 import { type Resolution, Resolver } from "./resolver.ts";
 import { type ConfigSet, isConfigFile, loadConfigs } from "./tsconfig.ts";
-import { loadTypeScript, type TsApi, typeScriptWarm } from "../../../core/typescript.ts";
+import { loadTypeScript, type TsApi, typeScriptWarm } from "../typescript/typescript.ts";
 import { joinRel, parentDir, VirtualFs, type Wanted } from "./virtual_fs.ts";
 
 /** One module of the graph. */

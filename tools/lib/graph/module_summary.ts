@@ -3,7 +3,7 @@
 // bindings), what it exports, the symbols it declares, and whether it parsed.
 // The syntax tree is dropped after this: the module graph keeps summaries only.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
 import {
   type DynamicImport,

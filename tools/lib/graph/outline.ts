@@ -8,7 +8,7 @@
 // and a scan that is not sure of itself says so: callers then parse the whole
 // text.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
 import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 

@@ -10,7 +10,7 @@
 // TypeScript's scanner reports an error, it reports one too, and the caller
 // parses the whole text.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
 
 /** What an outline asks of a scanner: TypeScript's Scanner in part, with the same meaning. */

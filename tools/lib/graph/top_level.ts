@@ -6,7 +6,7 @@
 // Both readers record through TopLevel, so that they record alike; the token
 // reader knows the statements modules are made of and gives up on the rest.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import type { Binding, ExportRecord, ImportKind, SymbolKind, SymbolRecord } from "./records.ts";
 import type { OutlineTokens } from "./outline.ts";
 
