@@ -5,10 +5,6 @@ import { defineTool } from "../core/tool.ts";
 import type { ImportEdge } from "./lib/graph/module_graph.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
-/**
- * Risk class `read`: lists and reads the files of one configured root through
- * `ctx.fs` (node_modules left out) and touches nothing else.
- */
 /** One import statement of a direct dependent that names the module. */
 interface ImportView {
   line: number;
@@ -17,6 +13,10 @@ interface ImportView {
   typeOnly: boolean;
 }
 
+/**
+ * Risk class `read`: lists and reads the files of one configured root through
+ * `ctx.fs` (node_modules left out) and touches nothing else.
+ */
 export const tool = defineTool({
   name: "code_blast_radius",
   title: "Blast radius of a module",

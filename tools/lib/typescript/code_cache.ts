@@ -119,10 +119,7 @@ function readCacheFile(file: string): Buffer | undefined {
   }
 }
 
-/**
- * A module's text. TypeScript's 9 MB are ASCII: read as Latin-1, they make the same string in a tenth of the time
- * UTF-8 decoding takes (node 20: 27 → 3 ms).
- */
+/** A module's text. TypeScript's 9 MB are ASCII: read as Latin-1, they make the same string with less work. */
 function readSource(file: string): string {
   const bytes = readFileSync(file);
   return isAscii(bytes) ? bytes.toString("latin1") : bytes.toString("utf8");
