@@ -1,7 +1,6 @@
 // The tool API: one object of one shape per tool. The core knows nothing else
 // about a tool than what this file describes.
 import type * as v from "valibot";
-import type { PluginRecord } from "./plugins/trust/discover.ts";
 import type { RootFs } from "./doors/roots.ts";
 import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
@@ -25,6 +24,49 @@ export const CLIENT_LOG_LEVELS = Object.freeze(
 
 /** One of CLIENT_LOG_LEVELS. */
 export type ClientLogLevel = (typeof CLIENT_LOG_LEVELS)[number];
+
+/** Every status a plugin directory can have; only `verified` loads. */
+export type PluginStatus =
+  | "verified"
+  | "unsigned"
+  | "bad-signature"
+  | "unknown-signer"
+  | "revoked"
+  | "key-expired"
+  | "wrong-namespace"
+  | "entry-digest-mismatch"
+  | "not-canonical"
+  | "invalid-manifest"
+  | "not-pinned"
+  | "pin-mismatch"
+  | "name-conflict";
+
+/** What the audit shows for one plugin directory. No host paths. */
+export interface PluginRecord {
+  readonly id: string;
+  readonly status: PluginStatus;
+  /** Why, when not verified; what the operator can do about it. */
+  readonly reason: string | null;
+  readonly fix: string | null;
+  readonly version: string | null;
+  readonly manifestDigest: string | null;
+  readonly entryDigest: string | null;
+  readonly signer: { readonly principal: string | null; readonly fingerprint: string } | null;
+  readonly pinned: boolean;
+  readonly risk: RiskClass | null;
+  readonly capabilities: PluginCapabilities | null;
+  /** Catalog names of its tools. */
+  readonly tools: readonly string[];
+  readonly isolation: string;
+}
+
+/** The capabilities a plugin's manifest declares, as core/plugins/manifest.ts reads them (its `capabilities`). */
+export interface PluginCapabilities {
+  readonly readRoots: string[];
+  readonly argv?: string[];
+  readonly writeRoots?: string[];
+  readonly netHosts?: string[];
+}
 
 /** Facts about the running host, safe to show: no paths, no environment. */
 export interface HostFacts {

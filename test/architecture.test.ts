@@ -80,11 +80,39 @@ const FORBIDDEN_GLOBALS = [
   "Function",
 ];
 
+/**
+ * Support code under tools/ that is not a tool and may import named runtime modules, each with why and the only
+ * files that may import it. Everything else in the file is held to the tools' rules (no globals, no computed
+ * import()), and the entry must stay exact: a module it no longer imports, or an importer not named, fails.
+ */
+const RUNTIME_SUPPORT: Readonly<
+  Record<string, { modules: readonly string[]; importers: readonly string[]; why: string }>
+> = {
+  "tools/lib/typescript/code_cache.ts": {
+    modules: [
+      "node:buffer",
+      "node:crypto",
+      "node:fs",
+      "node:module",
+      "node:path",
+      "node:process",
+      "node:timers",
+      "node:vm",
+    ],
+    importers: ["tools/lib/typescript/typescript.ts"],
+    why: "the code tools load TypeScript's compiler as CommonJS (require from node:module), under node with V8's " +
+      "code cache (node:vm) read from and written to node_modules/.cache/warden/ (node:fs), as node 20 has no " +
+      "module.enableCompileCache; typescript.ts names the one file it loads, so no tool chooses what runs",
+  },
+};
+
 /** What a tool file may not do: import the runtime's doors, use them as globals, or import() what is not a literal. */
 function offencesIn(file: string, text: string): string[] {
   const offences: string[] = [];
+  const allowed = RUNTIME_SUPPORT[file]?.modules ?? [];
   for (const f of ts.preProcessFile(text, true, true).importedFiles) {
     const spec = f.fileName;
+    if (allowed.includes(spec)) continue;
     if (FORBIDDEN_MODULE.test(spec) || spec === "globby" || spec.includes("core/platform")) {
       offences.push(`${file} imports ${spec}`);
     }
@@ -126,6 +154,35 @@ describe(`architecture (${runtimeName})`, () => {
 
   it("keeps tools away from the file system, processes, the network and the runtime", () => {
     assert.deepEqual(toolFiles.flatMap(toolOffences), []);
+  });
+
+  it("lets only the listed support code import runtime modules, exactly those listed, from its named importers", () => {
+    const problems: string[] = [];
+    for (const [file, { modules, importers }] of Object.entries(RUNTIME_SUPPORT)) {
+      if (!toolFiles.includes(file)) {
+        problems.push(`${file} is listed but missing`);
+        continue;
+      }
+      const runtimeImports = importsOf(file).filter((spec) => spec.startsWith("node:")).sort();
+      if (runtimeImports.join() !== [...modules].sort().join()) {
+        problems.push(`${file} imports ${runtimeImports.join(", ")}, listed: ${modules.join(", ")}`);
+      }
+      const importedBy = toolFiles.filter((other) =>
+        importsOf(other).some((spec) =>
+          spec.startsWith(".") && path.posix.join(path.posix.dirname(other), spec) === file
+        )
+      );
+      if (importedBy.join() !== [...importers].sort().join()) {
+        problems.push(`${file} is imported by ${importedBy.join(", ") || "nothing"}, listed: ${importers.join(", ")}`);
+      }
+    }
+    assert.deepEqual(problems, []);
+    // The allowance is per file: the same imports anywhere else are offences.
+    const [supportFile] = Object.keys(RUNTIME_SUPPORT);
+    const text = readFileSync(path.join(repoRoot, supportFile), "utf8");
+    assert.deepEqual(offencesIn(supportFile, text), []);
+    assert.ok(offencesIn("tools/lib/other.ts", text).includes("tools/lib/other.ts imports node:vm"));
+    assert.ok(offencesIn("tools/lib/other.ts", text).includes("tools/lib/other.ts imports node:fs"));
   });
 
   it("refuses what static analysis cannot follow: a computed import(), the global object", () => {

@@ -3,7 +3,7 @@
 // tsconfig re-resolves without re-parsing), progress on long builds, and a
 // generated tree whose dependents are known by construction.
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, rmSync, utimesSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, statSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { onDeno, repoRoot, runtimeName, type Session, tempDir } from "./helpers.ts";
@@ -223,3 +223,32 @@ describe(`code graph on a generated tree (${runtimeName})`, () => {
     assert.equal(shallow.totals.maxDepth, 2);
   });
 });
+
+if (onDeno) {
+  describe(`TypeScript's code cache (${runtimeName})`, () => {
+    it("is node's only: a build big enough to keep compiled code writes no cache file under deno", async () => {
+      const codeCache = path.join(repoRoot, "node_modules/.cache/warden");
+      const listing = () =>
+        existsSync(codeCache)
+          ? readdirSync(codeCache).sort().map((f) => {
+            const info = statSync(path.join(codeCache, f));
+            return `${f} ${info.size} ${info.mtimeMs}`;
+          })
+          : [];
+      const before = listing();
+      const work = tempDir("warden-code-deno-cache-");
+      // More modules than a build needs to tell the loader that TypeScript's code is worth keeping (module_graph.ts).
+      writeTree(work.dir, layeredTree(3, 50, 11).files);
+      const session = await connectRoot(work.dir);
+      try {
+        const r = await call<Radius>(session, "code_blast_radius", { module: "src/l0/m0.ts" });
+        assert.equal(r.graph.parsed, 150);
+      } finally {
+        // The server has exited once this resolves: whatever it would write is written by then.
+        await session.close();
+        work.remove();
+      }
+      assert.deepEqual(listing(), before);
+    });
+  });
+}

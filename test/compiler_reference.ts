@@ -7,11 +7,11 @@
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import type { TsApi } from "../core/typescript.ts";
+import type { TsApi } from "../tools/lib/typescript/typescript.ts";
 import type { ts as TS } from "ts-morph";
 import { repoRoot } from "./helpers.ts";
 
-/** ts-morph's copy of the compiler, as core/typescript.ts loads it. */
+/** ts-morph's copy of the compiler, as tools/lib/typescript/ loads it. */
 export const ts = createRequire(path.join(repoRoot, "package.json"))("@ts-morph/common/dist/typescript.js") as TsApi;
 
 /** One module as the compiler reads it. */

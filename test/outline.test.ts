@@ -1,5 +1,5 @@
 // The outline a module summary parses instead of a module's whole text, and
-// the uses of a name read from its tokens (tools/lib/outline.ts): on modules
+// the uses of a name read from its tokens (tools/lib/graph/outline.ts): on modules
 // written to trip a token scanner (regular expressions against division,
 // template literals, destructured exports, parenthesized types, element
 // access), the outline is used and the summary read from it is the one read
@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, it } from "node:test";
-import type { TsApi } from "../core/typescript.ts";
-import { summarizeModule } from "../tools/lib/module_summary.ts";
-import { outlineOf, tokenUsage, usageFrom } from "../tools/lib/outline.ts";
+import type { TsApi } from "../tools/lib/typescript/typescript.ts";
+import { summarizeModule } from "../tools/lib/graph/module_summary.ts";
+import { outlineOf, tokenUsage, usageFrom } from "../tools/lib/graph/outline.ts";
 import { readArchive } from "./fixtures/code/harness.ts";
 import { repoRoot, runtimeName } from "./helpers.ts";
 import { readdirSync } from "node:fs";

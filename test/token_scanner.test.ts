@@ -1,4 +1,4 @@
-// The scanner outlines read modules with (tools/lib/token_scanner.ts) against
+// The scanner outlines read modules with (tools/lib/graph/token_scanner.ts) against
 // TypeScript's own, as the outline drives them (tokenStream): the same tokens
 // (kind, position, line break before, value) on every TypeScript and
 // JavaScript file of this repository and of the code fixtures, on texts
@@ -10,9 +10,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, it } from "node:test";
-import type { TsApi } from "../core/typescript.ts";
-import { summarizeModule } from "../tools/lib/module_summary.ts";
-import { outlineOf, tokenStream } from "../tools/lib/outline.ts";
+import type { TsApi } from "../tools/lib/typescript/typescript.ts";
+import { summarizeModule } from "../tools/lib/graph/module_summary.ts";
+import { outlineOf, tokenStream } from "../tools/lib/graph/outline.ts";
 import { readArchive } from "./fixtures/code/harness.ts";
 import { repoRoot, runtimeName } from "./helpers.ts";
 

@@ -1,5 +1,5 @@
 // The top-level statements of an outline read from its tokens
-// (tools/lib/top_level.ts), held to what TypeScript's parser reads from the
+// (tools/lib/graph/top_level.ts), held to what TypeScript's parser reads from the
 // same outline: on every module of this repository and of the code fixtures,
 // on statements written to trip the reader (line breaks that do or do not end
 // a statement, `<` that is or is not a type argument list, every form of
@@ -12,10 +12,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, it } from "node:test";
-import type { TsApi } from "../core/typescript.ts";
-import { summarizeModule } from "../tools/lib/module_summary.ts";
-import { outlineOf } from "../tools/lib/outline.ts";
-import { type TopLevel, topLevelOfOutline, topLevelOfTree } from "../tools/lib/top_level.ts";
+import type { TsApi } from "../tools/lib/typescript/typescript.ts";
+import { summarizeModule } from "../tools/lib/graph/module_summary.ts";
+import { outlineOf } from "../tools/lib/graph/outline.ts";
+import { type TopLevel, topLevelOfOutline, topLevelOfTree } from "../tools/lib/graph/top_level.ts";
 import { readArchive } from "./fixtures/code/harness.ts";
 import { repoRoot, runtimeName } from "./helpers.ts";
 

@@ -48,8 +48,8 @@ async function blastRadius(ctx: GateContext, root: string, files: FileChange[]) 
   const changed = files.filter((f) => f.status !== "deleted" && /\.[cm]?[jt]sx?$/.test(f.path));
   if (changed.length === 0) return { modules: 0, dependents: [], lowerBound: false };
   // The graph code loads on the first call that needs it, not at startup (scripts/bench/README.md, "Start-up").
-  const { moduleGraph } = await import("./lib/module_graph.ts");
-  const { dependentsOf, unknownsReaching } = await import("./lib/graph_queries.ts");
+  const { moduleGraph } = await import("./lib/graph/module_graph.ts");
+  const { dependentsOf, unknownsReaching } = await import("./lib/graph/graph_queries.ts");
   const graph = await moduleGraph(ctx, root);
   const reached = new Set<string>();
   let modules = 0;

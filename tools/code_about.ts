@@ -2,7 +2,7 @@
 // as TypeScript would), declares, and which modules import it.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import type { Binding } from "./lib/module_summary.ts";
+import type { Binding } from "./lib/graph/records.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 const Target = v.object({
@@ -101,9 +101,9 @@ export const tool = defineTool({
   }),
   handler: async (args, ctx) => {
     // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
-    const { moduleGraph } = await import("./lib/module_graph.ts");
+    const { moduleGraph } = await import("./lib/graph/module_graph.ts");
     const { fileArgument, languageOf, moduleExports, targetView, unknownsReaching } = await import(
-      "./lib/graph_queries.ts"
+      "./lib/graph/graph_queries.ts"
     );
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);

@@ -2,13 +2,9 @@
 // directly or transitively, with depth and type-only dependencies marked.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import type { ImportEdge } from "./lib/module_graph.ts";
+import type { ImportEdge } from "./lib/graph/module_graph.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
-/**
- * Risk class `read`: lists and reads the files of one configured root through
- * `ctx.fs` (node_modules left out) and touches nothing else.
- */
 /** One import statement of a direct dependent that names the module. */
 interface ImportView {
   line: number;
@@ -17,6 +13,10 @@ interface ImportView {
   typeOnly: boolean;
 }
 
+/**
+ * Risk class `read`: lists and reads the files of one configured root through
+ * `ctx.fs` (node_modules left out) and touches nothing else.
+ */
 export const tool = defineTool({
   name: "code_blast_radius",
   title: "Blast radius of a module",
@@ -73,8 +73,8 @@ export const tool = defineTool({
   }),
   handler: async (args, ctx) => {
     // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
-    const { moduleGraph } = await import("./lib/module_graph.ts");
-    const { dependentsOf, fileArgument, unknownsReaching } = await import("./lib/graph_queries.ts");
+    const { moduleGraph } = await import("./lib/graph/module_graph.ts");
+    const { dependentsOf, fileArgument, unknownsReaching } = await import("./lib/graph/graph_queries.ts");
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
     const file = await fileArgument(ctx, graph, args.module, "module");

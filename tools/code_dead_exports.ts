@@ -72,9 +72,9 @@ export const tool = defineTool({
   }),
   handler: async (args, ctx) => {
     // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
-    const { moduleGraph } = await import("./lib/module_graph.ts");
-    const { dirArgument, within } = await import("./lib/graph_queries.ts");
-    const { entryPoints, exportUsage } = await import("./lib/export_usage.ts");
+    const { moduleGraph } = await import("./lib/graph/module_graph.ts");
+    const { dirArgument, within } = await import("./lib/graph/graph_queries.ts");
+    const { entryPoints, exportUsage } = await import("./lib/graph/export_usage.ts");
     const root = args.root ?? ctx.fs.rootIds[0];
     const graph = await moduleGraph(ctx, root);
     const scope = await dirArgument(ctx, graph, args.path, "path");

@@ -484,14 +484,6 @@ export function denoPlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable: () => Deno.execPath(),
-    async requireDependency(via: string, specifier: string) {
-      // node:module loads deno's node layer; only code that needs a CommonJS dependency pays for it.
-      const { createRequire } = await import("node:module");
-      const require = createRequire(import.meta.url);
-      return createRequire(require.resolve(via))(specifier);
-    },
-    // deno keeps its own code cache for modules; there is nothing to refresh here.
-    dependenciesWarm() {},
     // Plain JS: WebCrypto's digest is async, and node:crypto would load deno's node layer.
     sha256Hex: (text: string) =>
       text.length > NATIVE_HASH_MIN_LENGTH && nativeSha256 ? nativeSha256(text) : sha256Sync(text),

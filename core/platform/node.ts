@@ -6,24 +6,18 @@ import {
   existsSync,
   fstatSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readFileSync,
   readSync,
   realpathSync,
-  renameSync,
-  rmSync,
   statSync,
-  writeFileSync,
   writeSync,
 } from "node:fs";
 import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
-import { isAscii } from "node:buffer";
 import { tmpdir } from "node:os";
 import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
-import Module, { createRequire } from "node:module";
-import { Script } from "node:vm";
+import { createRequire } from "node:module";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
 import path from "node:path";
 import process from "node:process";
@@ -126,87 +120,6 @@ function readRange(file: string, offset: number, length: number): { size: number
     return { size: info.size, bytes: at === bytes.length ? bytes : bytes.subarray(0, at) };
   } finally {
     closeSync(fd);
-  }
-}
-
-/** Scripts whose code cache was written (or read) before their functions ran: kept again once they have. */
-const coldCaches: { script: Script; cacheFile: string; replaces: string }[] = [];
-
-/**
- * Runs a CommonJS file as require would, with V8's code cache kept in
- * node_modules/.cache/warden/ (node 22's module.enableCompileCache does this;
- * node 20 has none): TypeScript's 9 MB compiler loads in ~65 ms instead of
- * ~180. The cache is keyed by the file's path, size and mtime and node's
- * version; V8 rejects data that does not fit and the file is compiled afresh.
- * A cache that cannot be written (a read-only install) is only slower.
- * Written at load, the cache holds the functions that ran then; V8 compiles
- * the others (most of a compiler) on first call. dependenciesWarm() writes it
- * again as `.warm.v8` once they have run, and later runs load that one: a
- * cold graph of zod answered ~11% sooner, alternating runs against the other.
- */
-function requireWithCodeCache(file: string): unknown {
-  const at = file.lastIndexOf(`${path.sep}node_modules${path.sep}`);
-  if (at < 0) return createRequire(file)(file);
-  const nodeModules = file.slice(0, at + "/node_modules".length);
-  const info = statSync(file);
-  const key = nodeCrypto.createHash("sha256").update(`${file}\0${info.size}\0${info.mtimeMs}\0${process.version}`)
-    .digest("hex").slice(0, 16);
-  const cacheFile = path.join(nodeModules, ".cache", "warden", `${path.basename(file)}-${key}.v8`);
-  const warmFile = cacheFile.replace(/\.v8$/, ".warm.v8");
-  let cachedData: Buffer | undefined;
-  let warm = true;
-  for (const candidate of [warmFile, cacheFile]) {
-    // As any read of the host's: something other than a regular file there (a FIFO) must not hang the start.
-    const read = (() => {
-      try {
-        return readRegularFile(candidate, DEFAULT_MAX_TEXT_FILE_BYTES);
-      } catch {
-        return null;
-      }
-    })();
-    if (read?.kind === "ok") {
-      cachedData = Buffer.from(read.bytes.buffer, read.bytes.byteOffset, read.bytes.byteLength);
-      break;
-    }
-    warm = false; // not cached yet
-  }
-  const script = new Script(Module.wrap(readSource(file)), { filename: file, cachedData });
-  const module = { exports: {} as unknown };
-  (script.runInThisContext() as (...args: unknown[]) => void).call(
-    module.exports,
-    module.exports,
-    createRequire(file),
-    module,
-    file,
-    path.dirname(file),
-  );
-  if (cachedData === undefined || script.cachedDataRejected) writeCodeCache(cacheFile, script.createCachedData());
-  if (!warm || script.cachedDataRejected) coldCaches.push({ script, cacheFile: warmFile, replaces: cacheFile });
-  return module.exports;
-}
-
-/**
- * A module's text. TypeScript's 9 MB are ASCII: read as Latin-1, they make the same string in a tenth of the time
- * UTF-8 decoding takes (node 20: 27 → 3 ms).
- */
-function readSource(file: string): string {
-  const bytes = readFileSync(file);
-  return isAscii(bytes) ? bytes.toString("latin1") : bytes.toString("utf8");
-}
-
-/**
- * Writes a code cache file whole (a temporary file renamed), then removes `replaces` if given; a failure only costs
- * speed. Synchronous: a few ms once per install, and a server closed right after its answer still keeps it.
- */
-function writeCodeCache(cacheFile: string, data: Buffer, replaces?: string): void {
-  const temporary = `${cacheFile}.${process.pid}.tmp`;
-  try {
-    mkdirSync(path.dirname(cacheFile), { recursive: true });
-    writeFileSync(temporary, data);
-    renameSync(temporary, cacheFile);
-    if (replaces) rmSync(replaces, { force: true }); // never read again once this one is there
-  } catch {
-    rmSync(temporary, { force: true });
   }
 }
 
@@ -506,20 +419,6 @@ export function nodePlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable,
-    requireDependency: (via: string, specifier: string) =>
-      new Promise((resolve) => {
-        const require = createRequire(import.meta.url);
-        resolve(requireWithCodeCache(createRequire(require.resolve(via)).resolve(specifier)));
-      }),
-    dependenciesWarm() {
-      if (coldCaches.length === 0) return;
-      // After the answer being computed now is written: serializing a compiler's code takes tens of ms.
-      setImmediate(() => {
-        for (const { script, cacheFile, replaces } of coldCaches.splice(0)) {
-          writeCodeCache(cacheFile, script.createCachedData(), replaces);
-        }
-      });
-    },
     // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
     // node:crypto is loaded already.
     preferNativeHash: () => {},

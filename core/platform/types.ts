@@ -190,18 +190,6 @@ export interface Platform {
    * `npm install` when it is missing.
    */
   denoExecutable(): string;
-  /**
-   * Loads a CommonJS file of one of warden's installed dependencies, resolved
-   * from the directory of the package `via` (so the copy that package depends
-   * on, wherever npm placed it).
-   */
-  requireDependency(via: string, specifier: string): Promise<unknown>;
-  /**
-   * Says that the dependencies loaded have done real work: where the platform keeps their compiled code between
-   * runs, it keeps it again, with the functions that work compiled (written at load, it held only those that ran
-   * then). Once per dependency, and after the current call has answered.
-   */
-  dependenciesWarm(): void;
   /** Lowercase hex SHA-256 of a text's UTF-8 bytes, synchronously (the ledger hashes on every call's path). */
   sha256Hex(text: string): string;
   /**

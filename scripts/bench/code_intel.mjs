@@ -9,7 +9,10 @@
 // project dependencies.
 //
 //   node scripts/bench/code_intel.mjs [--runs 3] [--runtime node|deno|both] [--packages rxjs,zod,effect]
-//     [--modules 3200] [--main dist/core/main.js]
+//     [--modules 3200] [--main dist/core/main.js] [--baseline <another build's core/main.js>]
+//
+// --baseline runs a second node build in the same rounds, right after the first (e.g. a copy of dist/ built from
+// the commit before a change, kept under .bench/ so that it finds node_modules), for a before/after side by side.
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -41,6 +44,7 @@ const flags = parseFlags(process.argv.slice(2), {
   packages: "rxjs,zod,effect",
   modules: 3200,
   main: "dist/core/main.js",
+  baseline: "",
 });
 const runtimes = runtimesOf(flags.runtime);
 const workDir = path.join(benchDir, "code-intel");
@@ -50,6 +54,13 @@ const emptyPlugins = path.join(workDir, "no-plugins");
 const timeBin = existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined;
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const mainJs = path.resolve(repoRoot, flags.main);
+// Each warden measured: one per runtime, and the baseline build on node when given.
+const wardens = [
+  ...runtimes.map((runtime) => ({ label: runtime, runtime, main: mainJs })),
+  ...(flags.baseline
+    ? [{ label: `node (${flags.baseline})`, runtime: "node", main: path.resolve(repoRoot, flags.baseline) }]
+    : []),
+];
 
 // ---------------------------------------------------------------------------
 // Peers and trees
@@ -332,21 +343,21 @@ function vmHwmKb(pid) {
   }
 }
 
-function wardenContender(runtime, dir) {
+function wardenContender(runtime, dir, main) {
   const args = ["--root", `default=${dir}`];
   return {
     runtime,
     name: "warden",
     command: runtime === "node" ? process.execPath : denoBinary(),
-    args: runtime === "node" ? [mainJs, ...args] : ["run", ...WARDEN_DENO_FLAGS, "core/main.ts", ...args],
+    args: runtime === "node" ? [main, ...args] : ["run", ...WARDEN_DENO_FLAGS, "core/main.ts", ...args],
     cwd: repoRoot,
     env: childEnv({ WARDEN_PLUGINS_DIR: emptyPlugins }),
   };
 }
 
 /** One warden process: spawn, initialize, then `calls` in order; times per call, spawn-to-first-answer, peak RSS. */
-async function wardenSession(runtime, dir, calls) {
-  const server = startServer(wardenContender(runtime, dir));
+async function wardenSession({ runtime, main }, dir, calls) {
+  const server = startServer(wardenContender(runtime, dir, main));
   try {
     await server.request("initialize", initializeParams, 60_000);
     server.notify("notifications/initialized");
@@ -428,6 +439,7 @@ const sample = (set, n = 4) =>
 // The run
 
 if (runtimes.includes("node") && !existsSync(mainJs)) fail(`${flags.main} is missing: run \`npm run build\` first`);
+if (flags.baseline && !existsSync(path.resolve(repoRoot, flags.baseline))) fail(`${flags.baseline} is missing`);
 mkdirSync(emptyPlugins, { recursive: true });
 const versions = installPeers();
 const trees = [];
@@ -453,11 +465,15 @@ for (const tree of trees) {
   // (in blocks, a busy minute would fall on one tool only).
   const madgeRuns = [];
   const knipRuns = [];
-  const radiusByRuntime = new Map(runtimes.map((runtime) => [runtime, []]));
-  const deadByRuntime = new Map(runtimes.map((runtime) => [runtime, []]));
+  const radiusByRuntime = new Map(wardens.map((warden) => [warden.label, []]));
+  const deadByRuntime = new Map(wardens.map((warden) => [warden.label, []]));
   let target;
   for (let i = 0; i < flags.runs; i++) {
-    note(`bench: ${tree.name}: round ${i + 1} of ${flags.runs}: madge, knip, warden on ${runtimes.join(" and ")} ...`);
+    note(
+      `bench: ${tree.name}: round ${i + 1} of ${flags.runs}: madge, knip, warden on ${
+        wardens.map((w) => w.label).join(" and ")
+      } ...`,
+    );
     const madgeRun = await runMeasured(process.execPath, madgeArgs(tree.dir), tree.dir);
     if (madgeRun.code !== 0) fail(`madge failed on ${tree.name}: ${madgeRun.stderr.slice(0, 500)}`);
     madgeRuns.push(madgeRun);
@@ -465,10 +481,10 @@ for (const tree of trees) {
     const knipRun = await runMeasured(process.execPath, knipArgs(), tree.dir);
     if (!knipRun.stdout.trim().startsWith("{")) fail(`knip failed on ${tree.name}: ${knipRun.stderr.slice(0, 500)}`);
     knipRuns.push(knipRun);
-    for (const runtime of runtimes) {
+    for (const warden of wardens) {
       // One process: the cold query builds the graph; the warm ones answer from it (another module each time).
-      radiusByRuntime.get(runtime).push(
-        await wardenSession(runtime, tree.dir, [
+      radiusByRuntime.get(warden.label).push(
+        await wardenSession(warden, tree.dir, [
           ["code_blast_radius", { module: target, limit: 100000 }],
           ["code_blast_radius", { module: target, limit: 100000 }],
           ["code_about", { module: target }],
@@ -476,8 +492,8 @@ for (const tree of trees) {
         ]),
       );
       // Timed at the default page (about 16 KB), as an agent calls it; the full lists come last, for the comparison.
-      deadByRuntime.get(runtime).push(
-        await wardenSession(runtime, tree.dir, [
+      deadByRuntime.get(warden.label).push(
+        await wardenSession(warden, tree.dir, [
           ["code_dead_exports", {}],
           ["code_dead_exports", {}],
           ["code_dead_exports", { limit: 100000 }],
@@ -489,7 +505,7 @@ for (const tree of trees) {
   const knip = knipFindings(knipRuns[0].stdout);
   const madgeMs = median(madgeRuns.map((r) => r.ms));
   const knipMs = median(knipRuns.map((r) => r.ms));
-  for (const runtime of runtimes) {
+  for (const { label: runtime } of wardens) {
     const radiusRuns = radiusByRuntime.get(runtime);
     const deadRuns = deadByRuntime.get(runtime);
     const cold = median(radiusRuns.map((r) => r.results[0].ms));
@@ -524,7 +540,7 @@ for (const tree of trees) {
       fixed(deadWarm, 1),
       mb(median(deadRuns.map((r) => r.rssKb))),
     ]);
-    if (runtime !== runtimes[0]) continue;
+    if (runtime !== wardens[0].label) continue;
 
     // Answers, compared once per tree.
     const wardenDirect = new Set(first.direct.map((d) => d.path));

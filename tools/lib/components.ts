@@ -9,7 +9,7 @@ import {
   OUTPUT_EXTENSION,
   parsePackage,
   pnpmWorkspacePatterns,
-} from "./packages.ts";
+} from "./graph/packages.ts";
 
 const LANGUAGES: Record<string, string> = {};
 const add = (language: string, extensions: string) => {

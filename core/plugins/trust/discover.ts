@@ -8,47 +8,16 @@ import { sha256Digest } from "../../sha256.ts";
 import path from "node:path";
 import { messageOf, problem, WardenError } from "../../errors.ts";
 import { platform } from "../../platform/mod.ts";
-import type { RiskClass } from "../../tool.ts";
+import type { PluginRecord, PluginStatus } from "../../tool.ts";
 import { type AllowedSigner, checkSigner, parseAllowedSigners, parseRevokedKeys } from "./allowed_signers.ts";
 import { readLock } from "./lock.ts";
 import { limitsOf, pluginIsolation } from "../sandbox/limits.ts";
 import { isManifestProblem, type Manifest, readManifest } from "./manifest.ts";
 import { parseSignature, PLUGIN_SIGNATURE_NAMESPACE, type SshPublicKey, verifySignature } from "./sshsig.ts";
 
-/** Every status a plugin directory can have; only `verified` loads. */
-export type PluginStatus =
-  | "verified"
-  | "unsigned"
-  | "bad-signature"
-  | "unknown-signer"
-  | "revoked"
-  | "key-expired"
-  | "wrong-namespace"
-  | "entry-digest-mismatch"
-  | "not-canonical"
-  | "invalid-manifest"
-  | "not-pinned"
-  | "pin-mismatch"
-  | "name-conflict";
-
-/** What the audit shows for one plugin directory. No host paths. */
-export interface PluginRecord {
-  readonly id: string;
-  readonly status: PluginStatus;
-  /** Why, when not verified; what the operator can do about it. */
-  readonly reason: string | null;
-  readonly fix: string | null;
-  readonly version: string | null;
-  readonly manifestDigest: string | null;
-  readonly entryDigest: string | null;
-  readonly signer: { readonly principal: string | null; readonly fingerprint: string } | null;
-  readonly pinned: boolean;
-  readonly risk: RiskClass | null;
-  readonly capabilities: Manifest["capabilities"] | null;
-  /** Catalog names of its tools. */
-  readonly tools: readonly string[];
-  readonly isolation: string;
-}
+// Declared in core/tool.ts beside the host facts that show them to tools, so that the tool API imports nothing of
+// the plugins; named here too for the code that builds them.
+export type { PluginRecord, PluginStatus };
 
 /** A plugin that passed every check, with the exact entry bytes that were hashed. */
 export interface VerifiedPlugin {

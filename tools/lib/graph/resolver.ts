@@ -6,11 +6,11 @@
 // root: only those make an answer a lower bound.
 import path from "node:path";
 import type { ts as TS } from "ts-morph";
-import type { ImportRecord } from "./module_summary.ts";
+import type { ImportRecord } from "./records.ts";
 import { isModuleFile } from "./module_summary.ts";
 import { conventionalSourceStem, NODE_BUILTINS, type PackageInfo, packageNameOf } from "./packages.ts";
 import type { ConfigSet, ProjectConfig } from "./tsconfig.ts";
-import type { TsApi } from "../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { fromVirtual, joinRel, parentDir, toVirtual, type VirtualFs } from "./virtual_fs.ts";
 
 /** Where an import leads. */

@@ -5,7 +5,8 @@
 /**
  * Whether a word may be one of some names, from its first and last character and its length: a no is sure, a yes is
  * for the caller to check against the names. Its bitmap is borrowed from a pool and cleared when released (a bitmap
- * made per module waited for the collector: 14 MB more peak RSS over 3,201 modules); one not released is only lost.
+ * made per module waited for the collector and raised peak RSS: scripts/bench/README.md); one not released is only
+ * lost.
  */
 export class NameFilter {
   readonly #bits: Uint8Array;

@@ -5,13 +5,14 @@
 // edits) and re-reads only what changed. Files are parsed once per content
 // (keyed by size and mtime); resolution is redone for changed files, or for
 // all when files appear or vanish or a package.json or tsconfig changes.
-import type { ReadContext } from "../../core/tool.ts";
-import { messageOf, problem, received, WardenError } from "../../core/errors.ts";
-import { isModuleFile, type ModuleSummary, summarizeModule } from "./module_summary.ts";
+import type { ReadContext } from "../../../core/tool.ts";
+import { messageOf, problem, received, WardenError } from "../../../core/errors.ts";
+import { isModuleFile, summarizeModule } from "./module_summary.ts";
+import type { ModuleSummary } from "./records.ts";
 import { markWorkspaces, type PackageInfo, parsePackage } from "./packages.ts";
 import { type Resolution, Resolver } from "./resolver.ts";
 import { type ConfigSet, isConfigFile, loadConfigs } from "./tsconfig.ts";
-import { loadTypeScript, type TsApi, typeScriptWarm } from "../../core/typescript.ts";
+import { loadTypeScript, type TsApi, typeScriptWarm } from "../typescript/typescript.ts";
 import { joinRel, parentDir, VirtualFs, type Wanted } from "./virtual_fs.ts";
 
 /** One module of the graph. */

@@ -2,12 +2,13 @@
 // modules it imports and the names it binds, what it exports, the symbols it
 // declares, and where its import declarations lie. Read from a syntax tree,
 // or from an outline's tokens without TypeScript's parser, which in a fresh
-// process runs cold: on zod, parsing the outlines was ~260 of a ~900 ms build.
-// Both readers record through TopLevel, so that they record alike; the token
-// reader knows the statements modules are made of and gives up on the rest.
+// process runs cold and took a large share of a cold build (see
+// scripts/bench/README.md). Both readers record through TopLevel, so that
+// they record alike; the token reader knows the statements modules are made
+// of and gives up on the rest.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../core/typescript.ts";
-import type { Binding, ExportRecord, ImportKind, SymbolKind, SymbolRecord } from "./module_summary.ts";
+import type { TsApi } from "../typescript/typescript.ts";
+import type { Binding, ExportRecord, ImportKind, SymbolKind, SymbolRecord } from "./records.ts";
 import type { OutlineTokens } from "./outline.ts";
 
 /** A binding before its uses are known. */

@@ -2,11 +2,11 @@
 // names, what a module exports once re-exports are followed, and which of the
 // places the graph cannot see through could change an answer.
 import path from "node:path";
-import { problem, received, WardenError } from "../../core/errors.ts";
-import type { ReadContext } from "../../core/tool.ts";
+import { problem, received, WardenError } from "../../../core/errors.ts";
+import type { ReadContext } from "../../../core/tool.ts";
 import type { GraphModule, ModuleGraph, UnknownSource } from "./module_graph.ts";
 import { globToRegExp } from "./packages.ts";
-import type { ExportRecord, SymbolKind } from "./module_summary.ts";
+import type { ExportRecord, SymbolKind } from "./records.ts";
 import { MODULE_EXTENSIONS } from "./module_summary.ts";
 import type { Resolution } from "./resolver.ts";
 

@@ -7,7 +7,8 @@
 import path from "node:path";
 import type { GraphModule, ModuleGraph } from "./module_graph.ts";
 import { conventionalSourceStem, globToRegExp, OUTPUT_EXTENSION, type PackageInfo } from "./packages.ts";
-import { type ExportRecord, MODULE_EXTENSIONS, type ModuleSummary, type SymbolKind } from "./module_summary.ts";
+import { MODULE_EXTENSIONS } from "./module_summary.ts";
+import type { ExportRecord, ModuleSummary, SymbolKind } from "./records.ts";
 
 /** Why a module is an entry point. */
 export interface EntryPoint {

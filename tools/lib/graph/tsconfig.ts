@@ -6,7 +6,7 @@
 import path from "node:path";
 import type { ts as TS } from "ts-morph";
 import { OUTPUT_EXTENSION } from "./packages.ts";
-import type { TsApi } from "../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { fromVirtual, parentDir, toVirtual, type VirtualFs, type Wanted } from "./virtual_fs.ts";
 
 /** One parsed tsconfig. */

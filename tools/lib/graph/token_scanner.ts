@@ -1,8 +1,7 @@
-// A scanner for the tokens of a TypeScript module (no JSX), about twice as
-// fast as TypeScript's own on the texts an outline reads (a cold zod build on
-// node: 398 -> 219 ms): it makes no string for a token nobody asks the value
-// of, and looks a word up among the keywords only when a NameFilter lets it
-// through. It gives the same tokens as TypeScript's scanner (kinds, positions,
+// A scanner for the tokens of a TypeScript module (no JSX), faster than
+// TypeScript's own on the texts an outline reads (scripts/bench/README.md):
+// it makes no string for a token nobody asks the value of, and looks a word
+// up among the keywords only when a NameFilter lets it through. It gives the same tokens as TypeScript's scanner (kinds, positions,
 // line breaks before, values), which tests hold on every module of this
 // repository and of the code fixtures and on random fragments; on what it
 // does not handle the same way (a character outside ASCII in code, a
@@ -10,7 +9,7 @@
 // TypeScript's scanner reports an error, it reports one too, and the caller
 // parses the whole text.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
 
 /** What an outline asks of a scanner: TypeScript's Scanner in part, with the same meaning. */
@@ -50,7 +49,7 @@ export function createTokenScanner(ts: TsApi, text: string, onError: () => void)
 /**
  * The scanner class for one TypeScript. Its token kinds are constants of this closure rather than properties of
  * SyntaxKind: a property read in a branch not yet run when V8 optimizes the scanner throws the optimized code away
- * when it first runs (six times over zod's sources).
+ * when it first runs (as it did over zod's sources).
  */
 function defineScanner(ts: TsApi): ScannerClass {
   const SK = ts.SyntaxKind;

@@ -8,7 +8,7 @@
 // and a scan that is not sure of itself says so: callers then parse the whole
 // text.
 import type { ts as TS } from "ts-morph";
-import type { TsApi } from "../../core/typescript.ts";
+import type { TsApi } from "../typescript/typescript.ts";
 import { NameFilter } from "./name_filter.ts";
 import { createTokenScanner, type TokenScanner } from "./token_scanner.ts";
 
@@ -199,7 +199,7 @@ function readOutline(
 
 /**
  * Where readOutline puts the tokens it keeps, kept from module to module (a module's own arrays, grown token by token,
- * were 30 bytes a token of garbage, and copies of the right length still ~4 MB of peak RSS at 3,200 modules). An
+ * made garbage for every token, and copies of the right length still raised peak RSS: scripts/bench/README.md). An
  * outline's tokens are views of these: good until the next outline is read, which `outlines` counts.
  */
 const buffers = {
