@@ -13,15 +13,11 @@ import path from "node:path";
 import { canonicalJson } from "./canonical_json.ts";
 import { messageOf, problem, WardenError } from "./errors.ts";
 import { type AppendOnlyFile, platform } from "./platform/mod.ts";
+import { loadNativeSha256, sha256Hex } from "./sha256.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 
 /** The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals) and 2. */
 export const LEDGER_VERSION = 2;
-/**
- * Rows after which the ledger asks for the runtime's native hash (deno loads node:crypto for it, ~20 ms once, and
- * then hashes a row in about half the time): a server this busy gains it back within a few thousand more.
- */
-const NATIVE_HASH_AFTER = 4096;
 /** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
 const UNCHANGED_MARGIN_MS = 2000;
 /** Tools whose row text is kept (then it starts over): more than a catalog holds. */
@@ -223,7 +219,7 @@ export class Ledger {
     // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash was ~15% of the
     // ledger's own CPU. One entry, not a map: keeping many texts cost more on distinct arguments than it saved.
     if (text === this.#argsText) return this.#argsDigest;
-    const digest = "sha256:" + platform().sha256Hex(text);
+    const digest = "sha256:" + sha256Hex(text);
     this.#argsText = text;
     this.#argsDigest = digest;
     return digest;
@@ -300,7 +296,8 @@ export class Ledger {
       this.#seq = 1;
       // The anchor's time is when it began to read the heads: a later anchor trusts it to skip older files.
       const time = this.#now();
-      this.#anchor = this.#readHeads().then((heads) =>
+      // The first batch waits for the heads anyway: the native hash loads meanwhile (deno: its node layer, once).
+      this.#anchor = Promise.all([this.#readHeads(), loadNativeSha256()]).then(([heads]) =>
         canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time, v: 2 })
       );
     }
@@ -334,7 +331,7 @@ export class Ledger {
     let text = "";
     if (this.#file === undefined) {
       text = this.#anchorLine + "\n";
-      this.#prev = "sha256:" + platform().sha256Hex(this.#anchorLine!);
+      this.#prev = "sha256:" + sha256Hex(this.#anchorLine!);
     }
     // The rows of one append were all ready in one turn: they share its time.
     const time = this.#now();
@@ -343,7 +340,7 @@ export class Ledger {
     for (let i = 0; i < last; i++) {
       const line = this.#line(rows[i], ++seq, time);
       text += line + "\n";
-      this.#prev = "sha256:" + platform().sha256Hex(line);
+      this.#prev = "sha256:" + sha256Hex(line);
     }
     const line = this.#line(rows[last], ++seq, time);
     try {
@@ -358,7 +355,6 @@ export class Ledger {
       );
     }
     this.#unhashed = line;
-    if (this.#seq >= NATIVE_HASH_AFTER) platform().preferNativeHash();
     return WRITTEN;
   }
 
@@ -377,7 +373,7 @@ export class Ledger {
    */
   settle(): void {
     if (this.#unhashed === undefined) return;
-    this.#prev = "sha256:" + platform().sha256Hex(this.#unhashed);
+    this.#prev = "sha256:" + sha256Hex(this.#unhashed);
     this.#unhashed = undefined;
   }
 
@@ -496,7 +492,7 @@ async function readHead(file: string): Promise<{ seq: number; hash: string }> {
     } catch {
       // A damaged row is still committed to by its hash; verify reports the damage.
     }
-    return { seq, hash: "sha256:" + platform().sha256Hex(line) };
+    return { seq, hash: "sha256:" + sha256Hex(line) };
   }
 }
 
@@ -653,7 +649,7 @@ function scanFile(
       }
     }
     file.pid ??= row.pid;
-    prev = "sha256:" + platform().sha256Hex(line);
+    prev = "sha256:" + sha256Hex(line);
     file.rows++;
     if (wanted?.has(row.seq)) file.hashes.set(row.seq, prev);
     file.last = { line: i + 1, row };
@@ -681,6 +677,7 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
     };
   }
   if (names.length === 0) return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
+  await loadNativeSha256();
   const findings: Finding[] = [];
   const notes: { file: string; note: string }[] = [];
   const scanned = new Map<string, Scanned>();

@@ -210,10 +210,6 @@ function writeCodeCache(cacheFile: string, data: Buffer, replaces?: string): voi
   }
 }
 
-/** crypto.hash where node has it (20.12+); a namespace lookup, since a named import would fail to link on 20.0. */
-const oneShotHash = (nodeCrypto as {
-  hash?: (algorithm: string, data: string, encoding: "hex") => string;
-}).hash;
 /** Kills of the children still running, called when this process exits. */
 const liveChildren = new Set<() => void>();
 let exitHookInstalled = false;
@@ -520,12 +516,6 @@ export function nodePlatform(): Platform {
         }
       });
     },
-    // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
-    // node:crypto is loaded already.
-    preferNativeHash: () => {},
-    sha256Hex: typeof oneShotHash === "function"
-      ? (text: string) => oneShotHash("sha256", text, "hex")
-      : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),
     resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     processCpuMs(pid: number, reader: string | null) {
       const file = procStatFile(pid);
