@@ -11,8 +11,8 @@ import { hasPluginDirectories } from "./plugins/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
 import { Spawner } from "./spawn.ts";
-import { Ledger } from "./ledger.ts";
-import type { Policy } from "./policy.ts";
+import { Ledger } from "./governance/ledger.ts";
+import type { Policy } from "./governance/policy.ts";
 import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { type Confinement, denoMissing } from "./platform/confinement.ts";
@@ -191,7 +191,7 @@ async function main(argv: readonly string[]): Promise<number> {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
   if (command === "ledger") {
-    const { ledgerCommand } = await import("./ledger.ts");
+    const { ledgerCommand } = await import("./governance/ledger.ts");
     return await ledgerCommand(config.ledgerDir, args);
   }
   const dir = toolsDir();

@@ -2,8 +2,8 @@
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { Ledger } from "./ledger.ts";
-import { governedCall, type Policy } from "./policy.ts";
+import type { Ledger } from "./governance/ledger.ts";
+import { governedCall, type Policy } from "./governance/policy.ts";
 import { type Catalog, refusedToolProblem } from "./catalog.ts";
 import { resultJson, stopCalls } from "./call.ts";
 import { problem, received } from "./errors.ts";

@@ -1,11 +1,11 @@
 // The deployment policy, and the one path every tools/call takes: decide,
 // run (or refuse), record in the ledger. Disabled tools stay in the catalog,
 // so the catalog never depends on policy; calling one says why it is refused.
-import { type CallOptions, type CallResult, errorResult, runTool } from "./call.ts";
-import type { CatalogEntry } from "./catalog.ts";
-import { type ErrorCode, problem } from "./errors.ts";
+import { type CallOptions, type CallResult, errorResult, runTool } from "../call.ts";
+import type { CatalogEntry } from "../catalog.ts";
+import { type ErrorCode, problem } from "../errors.ts";
 import type { Ledger } from "./ledger.ts";
-import { RISK_CLASSES, type RiskClass } from "./tool.ts";
+import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 
 /** What the operator allows. */
 export interface Policy {

@@ -10,11 +10,11 @@
 // never finished. Arguments are never written, only their hash.
 import * as v from "valibot";
 import path from "node:path";
-import { canonicalJson } from "./canonical_json.ts";
-import { messageOf, problem, WardenError } from "./errors.ts";
-import { type AppendOnlyFile, platform } from "./platform/mod.ts";
-import { loadNativeSha256, sha256Hex } from "./sha256.ts";
-import { RISK_CLASSES, type RiskClass } from "./tool.ts";
+import { canonicalJson } from "../canonical_json.ts";
+import { messageOf, problem, WardenError } from "../errors.ts";
+import { type AppendOnlyFile, platform } from "../platform/mod.ts";
+import { loadNativeSha256, sha256Hex } from "../sha256.ts";
+import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 
 /** The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals) and 2. */
 export const LEDGER_VERSION = 2;
