@@ -12,7 +12,7 @@ import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
 import { Spawner } from "./spawn.ts";
 import { Ledger } from "./governance/ledger.ts";
-import type { Policy } from "./governance/policy.ts";
+import { policyOf } from "./governance/policy.ts";
 import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { type Confinement, denoMissing } from "./platform/confinement.ts";
@@ -110,30 +110,6 @@ function refusedLine(refused: readonly { id: string; status: string }[]): string
   return `${
     refused.length === 1 ? "plugin" : "plugins"
   } ${which} refused, so not listed; "warden plugin list" says why`;
-}
-
-/** The policy, with every tool it names checked against the catalog. */
-function policyOf(config: Config, catalog: Catalog): Policy {
-  for (
-    const [flag, names] of [["--disable-tool", config.disabledTools], [
-      "--require-principal",
-      config.principalTools,
-    ]] as const
-  ) {
-    const unknown = names.find((name) => !catalog.tools.has(name));
-    if (unknown) {
-      throw new WardenError(
-        "config_invalid",
-        `Invalid ${flag}: no tool is named "${unknown}"; run "warden tools" for the names`,
-      );
-    }
-  }
-  return Object.freeze({
-    maxRisk: config.maxRisk,
-    disabled: new Set(config.disabledTools),
-    principalRequired: new Set(config.principalTools),
-    principal: config.principal,
-  });
 }
 
 const install: Install = { appRoot, toolsDir: (source) => toolsDir(source).url };

@@ -3,7 +3,8 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Ledger } from "./governance/ledger.ts";
-import { governedCall, type Policy } from "./governance/policy.ts";
+import { governedCall } from "./governance/governed_call.ts";
+import type { Policy } from "./governance/policy.ts";
 import { type Catalog, refusedToolProblem } from "./catalog.ts";
 import { resultJson, stopCalls } from "./call.ts";
 import { problem, received } from "./errors.ts";

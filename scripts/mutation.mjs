@@ -29,6 +29,7 @@ const STRYKER_VERSION = "9.6.1"; // 10.x needs node 22; warden supports node 20.
 export const MODULES = {
   lock: { file: "core/plugins/lock.ts", suites: ["lock_file", "pins", "plugins"] },
   policy: { file: "core/governance/policy.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
+  governed_call: { file: "core/governance/governed_call.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
   egress: {
     file: "core/egress.ts",
     suites: ["egress_fetch", "egress_ranges", "egress"],

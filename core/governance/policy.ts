@@ -1,10 +1,9 @@
-// The deployment policy, and the one path every tools/call takes: decide,
-// run (or refuse), record in the ledger. Disabled tools stay in the catalog,
-// so the catalog never depends on policy; calling one says why it is refused.
-import { type CallOptions, type CallResult, errorResult, runTool } from "../call.ts";
-import type { CatalogEntry } from "../catalog.ts";
-import { type ErrorCode, problem } from "../errors.ts";
-import type { Ledger } from "./ledger.ts";
+// The deployment policy: what the operator allows, and why a call is refused
+// before it runs. Disabled tools stay in the catalog, so the catalog never
+// depends on policy; calling one says why it is refused (governed_call.ts).
+import type { Catalog, CatalogEntry } from "../catalog.ts";
+import type { Config } from "../config.ts";
+import { type ErrorCode, problem, WardenError } from "../errors.ts";
 import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 
 /** What the operator allows. */
@@ -16,6 +15,30 @@ export interface Policy {
   readonly principalRequired: ReadonlySet<string>;
   /** Who operates this server, recorded with every call. */
   readonly principal: string | null;
+}
+
+/** The policy, with every tool it names checked against the catalog. */
+export function policyOf(config: Config, catalog: Catalog): Policy {
+  for (
+    const [flag, names] of [["--disable-tool", config.disabledTools], [
+      "--require-principal",
+      config.principalTools,
+    ]] as const
+  ) {
+    const unknown = names.find((name) => !catalog.tools.has(name));
+    if (unknown) {
+      throw new WardenError(
+        "config_invalid",
+        `Invalid ${flag}: no tool is named "${unknown}"; run "warden tools" for the names`,
+      );
+    }
+  }
+  return Object.freeze({
+    maxRisk: config.maxRisk,
+    disabled: new Set(config.disabledTools),
+    principalRequired: new Set(config.principalTools),
+    principal: config.principal,
+  });
 }
 
 /** Why a call is refused before it runs, or null. */
@@ -48,62 +71,4 @@ export function decide(policy: Policy, tool: CatalogEntry): { code: ErrorCode; m
     };
   }
   return null;
-}
-
-function withLedgerWarning(result: CallResult, error: string): CallResult {
-  return {
-    ...result,
-    content: [...result.content, { type: "text", text: `warning: ${error}` }],
-    _meta: { ...result._meta, "warden/ledger": { written: false, error } },
-  };
-}
-
-/**
- * Decides, runs and records one call. Its row is written before the result
- * returns; a `gate` or `external-side-effect` tool runs only once its intent
- * row is written, so a crash during it leaves a call that never finished.
- */
-export function governedCall(
-  tool: CatalogEntry,
-  args: unknown,
-  options: CallOptions & { readonly policy: Policy; readonly ledger: Ledger },
-): Promise<CallResult> {
-  const started = performance.now();
-  const { ledger, policy } = options;
-  const refusal = decide(policy, tool);
-  const argsHash = ledger.argsHash(args);
-  const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
-  let intent: number | null = null;
-  const record = (result: CallResult): Promise<CallResult> =>
-    ledger.call({
-      tool: tool.descriptor.name,
-      risk: tool.risk,
-      plugin,
-      principal: policy.principal,
-      argsHash,
-      decision: refusal ? "denied" : "allowed",
-      reason: refusal?.code ?? null,
-      outcome: refusal ? "denied" : result.isError ? "error" : "ok",
-      errorCode: result._meta?.["warden/error_code"] ?? null,
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-      intent,
-    }).then((written) => written.ok ? result : withLedgerWarning(result, written.error));
-  const run = (): Promise<CallResult> => {
-    const outcome = runTool(tool, args, options);
-    return outcome instanceof Promise ? outcome.then(record) : record(outcome);
-  };
-  if (refusal) return record(errorResult(refusal.code, refusal.message, tool));
-  if (tool.risk === "read") return run();
-  const declared = ledger.intent({
-    tool: tool.descriptor.name,
-    risk: tool.risk,
-    plugin,
-    principal: policy.principal,
-    argsHash,
-  });
-  return declared.written.then((written) => {
-    // A ledger that cannot be written never stops a call: its row fails too, and the result says so.
-    if (written.ok) intent = declared.seq;
-    return run();
-  });
 }

@@ -12,7 +12,7 @@ import { type CallResult, runTool } from "../../core/call.ts";
 import { buildCatalog, builtinEntry } from "../../core/catalog.ts";
 import { type AppendOutcome, Ledger } from "../../core/governance/ledger.ts";
 import { initPlatform, platform } from "../../core/platform/mod.ts";
-import { governedCall } from "../../core/governance/policy.ts";
+import { governedCall } from "../../core/governance/governed_call.ts";
 import { openRoots } from "../../core/roots.ts";
 import { Spawner } from "../../core/spawn.ts";
 import { defineTool, type RiskClass } from "../../core/tool.ts";

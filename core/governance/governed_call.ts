@@ -1,0 +1,65 @@
+// The one path every tools/call takes: decide, run (or refuse), record in the
+// ledger. The row is written before the result returns, and a row that could
+// not be written is reported in that result.
+import { type CallOptions, type CallResult, errorResult, runTool } from "../call.ts";
+import type { CatalogEntry } from "../catalog.ts";
+import type { Ledger } from "./ledger.ts";
+import { decide, type Policy } from "./policy.ts";
+
+function withLedgerWarning(result: CallResult, error: string): CallResult {
+  return {
+    ...result,
+    content: [...result.content, { type: "text", text: `warning: ${error}` }],
+    _meta: { ...result._meta, "warden/ledger": { written: false, error } },
+  };
+}
+
+/**
+ * Decides, runs and records one call. Its row is written before the result
+ * returns; a `gate` or `external-side-effect` tool runs only once its intent
+ * row is written, so a crash during it leaves a call that never finished.
+ */
+export function governedCall(
+  tool: CatalogEntry,
+  args: unknown,
+  options: CallOptions & { readonly policy: Policy; readonly ledger: Ledger },
+): Promise<CallResult> {
+  const started = performance.now();
+  const { ledger, policy } = options;
+  const refusal = decide(policy, tool);
+  const argsHash = ledger.argsHash(args);
+  const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
+  let intent: number | null = null;
+  const record = (result: CallResult): Promise<CallResult> =>
+    ledger.call({
+      tool: tool.descriptor.name,
+      risk: tool.risk,
+      plugin,
+      principal: policy.principal,
+      argsHash,
+      decision: refusal ? "denied" : "allowed",
+      reason: refusal?.code ?? null,
+      outcome: refusal ? "denied" : result.isError ? "error" : "ok",
+      errorCode: result._meta?.["warden/error_code"] ?? null,
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      intent,
+    }).then((written) => written.ok ? result : withLedgerWarning(result, written.error));
+  const run = (): Promise<CallResult> => {
+    const outcome = runTool(tool, args, options);
+    return outcome instanceof Promise ? outcome.then(record) : record(outcome);
+  };
+  if (refusal) return record(errorResult(refusal.code, refusal.message, tool));
+  if (tool.risk === "read") return run();
+  const declared = ledger.intent({
+    tool: tool.descriptor.name,
+    risk: tool.risk,
+    plugin,
+    principal: policy.principal,
+    argsHash,
+  });
+  return declared.written.then((written) => {
+    // A ledger that cannot be written never stops a call: its row fails too, and the result says so.
+    if (written.ok) intent = declared.seq;
+    return run();
+  });
+}
