@@ -167,7 +167,7 @@ async function main(argv: readonly string[]): Promise<number> {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
   if (command === "ledger") {
-    const { ledgerCommand } = await import("./governance/ledger.ts");
+    const { ledgerCommand } = await import("./governance/ledger_command.ts");
     return await ledgerCommand(config.ledgerDir, args);
   }
   const dir = toolsDir();

@@ -48,6 +48,12 @@ export const MODULES = {
     filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
       "a server killed mid-call|README.s ledger section)/",
   },
+  ledger_verify: {
+    file: "core/governance/ledger_verify.ts",
+    suites: ["ledger_rows", "ledger_verify", "policy_ledger"],
+    filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
+      "a server killed mid-call|README.s ledger section)/",
+  },
   roots: { file: "core/roots.ts", suites: ["roots"] },
 };
 
