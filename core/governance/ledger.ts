@@ -143,7 +143,7 @@ function nullableString(value: string | null): string {
 
 /**
  * `String(ms)` for a duration rounded to the µs, as `governedCall` gives it, from the whole µs: a double's
- * shortest form cost a tenth of the row. Anything else goes to String.
+ * shortest form was a large share of the row's cost. Anything else goes to String.
  */
 export function durationText(ms: number): string {
   const us = Math.round(ms * 1000);
@@ -224,8 +224,8 @@ export class Ledger {
       // Not canonicalizable (a non-finite number): still one text per value.
       text = JSON.stringify(args ?? {}) ?? "";
     }
-    // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash was ~15% of the
-    // ledger's own CPU. One entry, not a map: keeping many texts cost more on distinct arguments than it saved.
+    // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash is kept. One entry,
+    // not a map: keeping many texts cost more on distinct arguments than it saved.
     if (text === this.#argsText) return this.#argsDigest;
     const digest = "sha256:" + sha256Hex(text);
     this.#argsText = text;
