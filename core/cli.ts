@@ -1,7 +1,8 @@
 // The shell commands besides serving: list the catalog, call one tool, check
 // or update the golden catalog. None of them loads the MCP SDK.
-import type { Ledger } from "./ledger.ts";
-import { governedCall, type Policy } from "./policy.ts";
+import type { Ledger } from "./governance/ledger.ts";
+import { governedCall } from "./governance/governed_call.ts";
+import type { Policy } from "./governance/policy.ts";
 import { type Catalog, goldenText, refusedToolProblem, summaryLine } from "./catalog.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { unifiedDiff } from "./line_diff.ts";

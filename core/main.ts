@@ -11,8 +11,8 @@ import { hasPluginDirectories } from "./plugins/trust/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./doors/roots.ts";
 import { Spawner } from "./doors/spawn.ts";
-import { Ledger } from "./ledger.ts";
-import type { Policy } from "./policy.ts";
+import { Ledger } from "./governance/ledger.ts";
+import { policyOf } from "./governance/policy.ts";
 import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { type Confinement, denoMissing } from "./platform/confinement.ts";
@@ -112,30 +112,6 @@ function refusedLine(refused: readonly { id: string; status: string }[]): string
   } ${which} refused, so not listed; "warden plugin list" says why`;
 }
 
-/** The policy, with every tool it names checked against the catalog. */
-function policyOf(config: Config, catalog: Catalog): Policy {
-  for (
-    const [flag, names] of [["--disable-tool", config.disabledTools], [
-      "--require-principal",
-      config.principalTools,
-    ]] as const
-  ) {
-    const unknown = names.find((name) => !catalog.tools.has(name));
-    if (unknown) {
-      throw new WardenError(
-        "config_invalid",
-        `Invalid ${flag}: no tool is named "${unknown}"; run "warden tools" for the names`,
-      );
-    }
-  }
-  return Object.freeze({
-    maxRisk: config.maxRisk,
-    disabled: new Set(config.disabledTools),
-    principalRequired: new Set(config.principalTools),
-    principal: config.principal,
-  });
-}
-
 const install: Install = { appRoot, toolsDir: (source) => toolsDir(source).url };
 
 function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
@@ -191,7 +167,7 @@ async function main(argv: readonly string[]): Promise<number> {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
   if (command === "ledger") {
-    const { ledgerCommand } = await import("./ledger.ts");
+    const { ledgerCommand } = await import("./governance/ledger_command.ts");
     return await ledgerCommand(config.ledgerDir, args);
   }
   const dir = toolsDir();

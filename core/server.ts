@@ -2,10 +2,12 @@
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { Ledger } from "./ledger.ts";
-import { governedCall, type Policy } from "./policy.ts";
+import type { Ledger } from "./governance/ledger.ts";
+import { governedCall } from "./governance/governed_call.ts";
+import type { Policy } from "./governance/policy.ts";
 import { type Catalog, refusedToolProblem } from "./catalog.ts";
-import { resultJson, stopCalls } from "./call.ts";
+import { stopCalls } from "./call.ts";
+import { resultJson } from "./call_result.ts";
 import { problem, received } from "./errors.ts";
 import { log } from "./log.ts";
 import { platform } from "./platform/mod.ts";

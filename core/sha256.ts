@@ -1,8 +1,10 @@
-// SHA-256, both ways warden needs it: `sha256Digest` through WebCrypto (the
-// catalog digest, manifests, plugin entries), and `sha256Sync` in plain
-// JavaScript for the deno ledger, which hashes every row on the call's path,
-// where WebCrypto's async digest costs more than the call itself and
-// node:crypto would load deno's node layer.
+// SHA-256, the one place warden computes it. `sha256Hex` is synchronous, for
+// the ledger, which hashes every row on the call's path: the runtime's native
+// hash once `loadNativeSha256` has loaded it, plain JavaScript before (deno
+// loads node:crypto only on demand: its node layer costs start-up).
+// `sha256Digest` is for large inputs off that path (the catalog, manifests,
+// plugin bundles, paged answers): WebCrypto, native on both runtimes with no
+// load cost, but asynchronous. scripts/bench/README.md has the measurements.
 // Int32Array, not Uint32Array: words above 2³¹ would leave V8's small-integer path.
 const K = new Int32Array([
   0x428a2f98,
@@ -76,7 +78,7 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"
 
 // The padded message is built in one buffer kept between calls (grown when a
 // longer message comes): the ledger hashes a few hundred bytes per call, and
-// allocating and zeroing a fresh array each time was a third of the cost.
+// allocating and zeroing a fresh array each time cost measurably more.
 let scratch = new Uint8Array(1024);
 
 function room(size: number): Uint8Array {
@@ -84,8 +86,37 @@ function room(size: number): Uint8Array {
   return scratch;
 }
 
-/** Lowercase hex SHA-256 of `data` (a string is hashed as UTF-8). */
-export function sha256Sync(data: string | Uint8Array): string {
+/** The runtime's one-shot native hash, once loaded. */
+let native: ((data: string | Uint8Array) => string) | undefined;
+let loading: Promise<void> | undefined;
+
+/**
+ * Loads node:crypto's SHA-256 for `sha256Hex` (once; never rejects: without
+ * it the JavaScript hash goes on). node has it loaded already; deno loads its
+ * node layer for it, so only a process that hashes many texts asks.
+ */
+export function loadNativeSha256(): Promise<void> {
+  loading ??= import("node:crypto").then(
+    (crypto) => {
+      // crypto.hash (node 20.12+, deno) is one call with no Hash object; a namespace lookup, not a named import,
+      // since a named import would fail to link on node 20.0.
+      const oneShot = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: "hex") => string })
+        .hash;
+      native = typeof oneShot === "function"
+        ? (data) => oneShot("sha256", data, "hex")
+        : (data) => crypto.createHash("sha256").update(data).digest("hex");
+    },
+    () => {},
+  );
+  return loading;
+}
+
+/** Lowercase hex SHA-256 of `data` (a string is hashed as UTF-8), synchronously. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return native === undefined ? sha256Js(data) : native(data);
+}
+
+function sha256Js(data: string | Uint8Array): string {
   let length: number;
   let padded: Uint8Array;
   if (typeof data === "string") {
@@ -155,10 +186,7 @@ function hexWord(word: number): string {
   return HEX[(word >>> 24) & 255] + HEX[(word >>> 16) & 255] + HEX[(word >>> 8) & 255] + HEX[word & 255];
 }
 
-/**
- * `sha256:<hex>` of bytes, or of a text's UTF-8 bytes, through WebCrypto
- * (node:crypto would cost deno ~20 ms to load).
- */
+/** `sha256:<hex>` of bytes, or of a text's UTF-8 bytes, through WebCrypto. */
 export async function sha256Digest(data: string | Uint8Array): Promise<string> {
   const bytes = typeof data === "string" ? encoder.encode(data) : data;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));

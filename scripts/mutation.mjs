@@ -28,7 +28,8 @@ const STRYKER_VERSION = "9.6.1"; // 10.x needs node 22; warden supports node 20.
 /** Each module and the suites (test/<name>.test.ts) that guard it. */
 export const MODULES = {
   lock: { file: "core/plugins/trust/lock.ts", suites: ["lock_file", "pins", "plugins"] },
-  policy: { file: "core/policy.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
+  policy: { file: "core/governance/policy.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
+  governed_call: { file: "core/governance/governed_call.ts", suites: ["policy_ledger", "ledger_rows", "pins"] },
   egress: {
     file: "core/doors/egress.ts",
     suites: ["egress_fetch", "egress_ranges", "egress"],
@@ -41,9 +42,15 @@ export const MODULES = {
   allowed_signers: { file: "core/plugins/trust/allowed_signers.ts", suites: ["sshsig", "pins", "plugins"] },
   sshsig: { file: "core/plugins/trust/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
   ledger: {
-    file: "core/ledger.ts",
+    file: "core/governance/ledger.ts",
     suites: ["ledger_rows", "ledger_verify", "policy_ledger"],
     // Every describe but the deployment policy's, which is policy.ts's to guard.
+    filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
+      "a server killed mid-call|README.s ledger section)/",
+  },
+  ledger_verify: {
+    file: "core/governance/ledger_verify.ts",
+    suites: ["ledger_rows", "ledger_verify", "policy_ledger"],
     filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
       "a server killed mid-call|README.s ledger section)/",
   },

@@ -4,7 +4,7 @@
 //   node_modules/.bin/deno run --allow-read --allow-write=schema scripts/write_schemas.ts
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { prettyCanonicalJson } from "../core/canonical_json.ts";
-import { LedgerRowSchema } from "../core/ledger.ts";
+import { LedgerRowSchema } from "../core/governance/ledger.ts";
 import { LockSchema } from "../core/plugins/trust/lock.ts";
 import { ManifestSchema } from "../core/plugins/trust/manifest.ts";
 

@@ -9,7 +9,8 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "no
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { Ledger, type LedgerCall, verifyLedger } from "../core/ledger.ts";
+import { Ledger, type LedgerCall } from "../core/governance/ledger.ts";
+import { verifyLedger } from "../core/governance/ledger_verify.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
 import { connect, fixtureToolsDir, runtimeName, tempDir } from "./helpers.ts";
 

@@ -8,7 +8,8 @@ import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
-import { durationText, VERIFY_EXIT } from "../core/ledger.ts";
+import { durationText } from "../core/governance/ledger.ts";
+import { VERIFY_EXIT } from "../core/governance/ledger_verify.ts";
 import { after, before, describe, it } from "node:test";
 import {
   bwrapOrSkip,

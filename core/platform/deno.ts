@@ -1,6 +1,5 @@
 // The deno adapter of Platform, on Deno's own APIs: it keeps node's
 // compatibility layer out of the startup path.
-import { sha256Sync } from "../sha256.ts";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
 import { cpuMsOfStat, procStatFile } from "./proc_stat.ts";
 import { DEFAULT_MAX_TEXT_FILE_BYTES, kindName, textOrThrow } from "./regular_file.ts";
@@ -220,15 +219,6 @@ function readRange(file: string, offset: number, length: number): { size: number
     handle.close();
   }
 }
-
-/**
- * node:crypto's SHA-256, once `preferNativeHash` has loaded it. Measured on a ledger row (~430 bytes) it took about
- * half the time of sha256Sync; under ~64 characters its per-call cost makes it slower, so short texts stay in
- * JavaScript.
- */
-let nativeSha256: ((text: string) => string) | undefined;
-let nativeHashLoading = false;
-const NATIVE_HASH_MIN_LENGTH = 64;
 
 /** Kills of the children still running, called when this process exits. */
 const liveChildren = new Set<() => void>();
@@ -484,17 +474,6 @@ export function denoPlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable: () => Deno.execPath(),
-    // Plain JS: WebCrypto's digest is async, and node:crypto would load deno's node layer.
-    sha256Hex: (text: string) =>
-      text.length > NATIVE_HASH_MIN_LENGTH && nativeSha256 ? nativeSha256(text) : sha256Sync(text),
-    preferNativeHash() {
-      if (nativeHashLoading) return;
-      nativeHashLoading = true;
-      import("node:crypto").then(
-        (crypto) => (nativeSha256 = (text) => crypto.createHash("sha256").update(text).digest("hex")),
-        () => {},
-      );
-    },
     async resolveHost(host: string) {
       // getaddrinfo, as fetch itself resolves (Deno.resolveDns skips /etc/hosts); loaded on first use.
       const { lookup } = await import("node:dns/promises");

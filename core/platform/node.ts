@@ -13,7 +13,6 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import * as nodeCrypto from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
 import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
@@ -123,10 +122,6 @@ function readRange(file: string, offset: number, length: number): { size: number
   }
 }
 
-/** crypto.hash where node has it (20.12+); a namespace lookup, since a named import would fail to link on 20.0. */
-const oneShotHash = (nodeCrypto as {
-  hash?: (algorithm: string, data: string, encoding: "hex") => string;
-}).hash;
 /** Kills of the children still running, called when this process exits. */
 const liveChildren = new Set<() => void>();
 let exitHookInstalled = false;
@@ -419,12 +414,6 @@ export function nodePlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable,
-    // crypto.hash (node 20.12+) is one call with no Hash object: a third of createHash's cost on short input.
-    // node:crypto is loaded already.
-    preferNativeHash: () => {},
-    sha256Hex: typeof oneShotHash === "function"
-      ? (text: string) => oneShotHash("sha256", text, "hex")
-      : (text: string) => nodeCrypto.createHash("sha256").update(text).digest("hex"),
     resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     processCpuMs(pid: number, reader: string | null) {
       const file = procStatFile(pid);

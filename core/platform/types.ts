@@ -190,13 +190,6 @@ export interface Platform {
    * `npm install` when it is missing.
    */
   denoExecutable(): string;
-  /** Lowercase hex SHA-256 of a text's UTF-8 bytes, synchronously (the ledger hashes on every call's path). */
-  sha256Hex(text: string): string;
-  /**
-   * Says that many texts are being hashed: where the runtime's native hash has a load cost (node:crypto under deno,
-   * ~20 ms once), it is loaded now, in the background, and hashes longer texts from then on.
-   */
-  preferNativeHash(): void;
   /** Every address `host` resolves to (A and AAAA), as text. */
   resolveHost(host: string): Promise<string[]>;
   /**

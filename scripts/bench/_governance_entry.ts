@@ -8,13 +8,14 @@
 //     the real ledger or none at all, for the throughput with 64 calls in flight.
 import { execFile } from "node:child_process";
 import process from "node:process";
-import { type CallResult, runTool } from "../../core/call.ts";
+import { runTool } from "../../core/call.ts";
+import type { CallResult } from "../../core/call_result.ts";
 import { buildCatalog, builtinEntry } from "../../core/catalog.ts";
-import { type AppendOutcome, Ledger } from "../../core/ledger.ts";
+import { type AppendOutcome, Ledger } from "../../core/governance/ledger.ts";
 import { initPlatform, platform } from "../../core/platform/mod.ts";
-import { governedCall } from "../../core/policy.ts";
 import { openRoots } from "../../core/doors/roots.ts";
 import { Spawner } from "../../core/doors/spawn.ts";
+import { governedCall } from "../../core/governance/governed_call.ts";
 import { defineTool, type RiskClass } from "../../core/tool.ts";
 import * as v from "valibot";
 

@@ -7,7 +7,7 @@
 // and ctx.spawn's confinement against a bare execFile of the same program.
 // Node (bundled) and deno (source), side by side.
 //
-//   node scripts/bench/governance.mjs [--calls 20000] [--spawns 30] [--roundtrips 3000] [--runs 5] [--inflight 20000]
+//   node scripts/bench/governance.mjs [--calls 20000] [--spawns 30] [--roundtrips 3000] [--runs 3] [--blocks 20] [--inflight 4000]
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -31,8 +31,9 @@ const flags = parseFlags(process.argv.slice(2), {
   calls: 20000,
   spawns: 30,
   roundtrips: 3000,
-  runs: 5,
-  inflight: 20000,
+  runs: 3,
+  blocks: 20,
+  inflight: 4000,
 });
 ensureBuilt({ tests: true });
 const fixtureTools = {
@@ -80,12 +81,8 @@ function entryCommand(runtime, args) {
     : [denoBinary(), ["run", "-A", path.join(repoRoot, "scripts/bench/_governance_entry.ts"), ...args]];
 }
 
-/**
- * Calls per second of a stdio server of one trivial read tool, 64 calls in
- * flight (each answer sends the next request), with the ledger in `ledgerDir`
- * or none; the median of three passes after a warm-up.
- */
-async function callsPerSecond(runtime, ledgerDir) {
+/** A stdio server of one trivial read tool (the entry's `serve` mode), with the ledger in `ledgerDir` or none. */
+async function startServe(runtime, ledgerDir) {
   const [command, args] = entryCommand(runtime, ["serve", ledgerDir ?? "none"]);
   const server = await startInitialized({
     runtime,
@@ -95,35 +92,54 @@ async function callsPerSecond(runtime, ledgerDir) {
     cwd: repoRoot,
     env: childEnv(),
   });
+  const cpu = async () =>
+    Number((await server.request("tools/call", { name: "cpu", arguments: {} })).result.content[0].text);
+  /** `n` calls, 64 in flight (each answer sends the next request): calls per second and the server's CPU µs a call. */
+  const block = async (n) => {
+    let sent = 0;
+    const cpuBefore = await cpu();
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (sent < n) {
+        sent++;
+        const { result } = await server.request("tools/call", { name: "echo", arguments: { text: "hi" } }, 30_000);
+        if (result?.isError) throw new Error(`echo failed: ${JSON.stringify(result.content)}`);
+      }
+    }));
+    const seconds = (performance.now() - started) / 1000;
+    return { rate: n / seconds, cpuUs: ((await cpu()) - cpuBefore) / n };
+  };
+  return { server, block };
+}
+
+/**
+ * One run: a server without a ledger and one with it, both started, warmed,
+ * then measured in short blocks taken in turn (the order alternating), so
+ * that a busy second on a shared machine falls on both alike; each block of
+ * the one is paired with the block of the other next to it.
+ */
+async function throughputRun(runtime, ledgerDir) {
+  const without = await startServe(runtime, undefined);
+  const withLedger = await startServe(runtime, ledgerDir);
   try {
-    const cpu = async () =>
-      Number((await server.request("tools/call", { name: "cpu", arguments: {} })).result.content[0].text);
-    const pass = async (n) => {
-      let sent = 0;
-      const cpuBefore = await cpu();
-      const started = performance.now();
-      await Promise.all(Array.from({ length: 64 }, async () => {
-        while (sent < n) {
-          sent++;
-          const { result } = await server.request("tools/call", { name: "echo", arguments: { text: "hi" } }, 30_000);
-          if (result?.isError) throw new Error(`echo failed: ${JSON.stringify(result.content)}`);
-        }
-      }));
-      const seconds = (performance.now() - started) / 1000;
-      return { rate: n / seconds, cpuUs: ((await cpu()) - cpuBefore) / n };
-    };
-    await pass(Math.ceil(flags.inflight / 4));
-    const passes = [];
-    for (let i = 0; i < 3; i++) passes.push(await pass(flags.inflight));
-    await server.stop(5000);
-    const stats = server.stderr().split("\n").filter((l) => l.startsWith('{"rowsPerWrite"')).map((l) => JSON.parse(l));
-    return {
-      rate: median(passes.map((p) => p.rate)),
-      cpuUs: median(passes.map((p) => p.cpuUs)),
-      rowsPerWrite: stats[0]?.rowsPerWrite,
-    };
+    await without.block(flags.inflight * 2);
+    await withLedger.block(flags.inflight * 2);
+    const pairs = [];
+    for (let b = 0; b < flags.blocks; b++) {
+      const first = b % 2 === 0 ? without : withLedger;
+      const second = first === without ? withLedger : without;
+      const a = await first.block(flags.inflight);
+      const z = await second.block(flags.inflight);
+      pairs.push(first === without ? { without: a, with: z } : { without: z, with: a });
+    }
+    await withLedger.server.stop(5000);
+    const stats = withLedger.server.stderr().split("\n").filter((l) => l.startsWith('{"rowsPerWrite"')).map((l) =>
+      JSON.parse(l)
+    );
+    return { pairs, rowsPerWrite: stats[0]?.rowsPerWrite };
   } finally {
-    await server.stop(5000);
+    await without.server.stop(5000);
+    await withLedger.server.stop(5000);
   }
 }
 
@@ -152,17 +168,13 @@ for (const runtime of ["node", "deno"]) {
       `${(result.spawnMs / result.execFileMs).toFixed(2)}×`,
       result.isolation,
     ]);
-    // Runs alternate between the two servers, so that a busy minute on a shared machine falls on both alike.
-    const withLedger = [];
-    const without = [];
+    const pairs = [];
     const serverRowsPerWrite = [];
     const serverLedger = path.join(ledger, "server");
     for (let run = 0; run < flags.runs; run++) {
-      if (run % 2 === 0) without.push(await callsPerSecond(runtime, undefined));
-      const measured = await callsPerSecond(runtime, serverLedger);
-      withLedger.push(measured);
+      const measured = await throughputRun(runtime, serverLedger);
+      pairs.push(...measured.pairs);
       serverRowsPerWrite.push(measured.rowsPerWrite);
-      if (run % 2 === 1) without.push(await callsPerSecond(runtime, undefined));
     }
     const files = readdirSync(serverLedger);
     const sealed = files.filter((f) => readFileSync(path.join(serverLedger, f), "utf8").includes('"kind":"seal"'));
@@ -173,8 +185,6 @@ for (const runtime of ["node", "deno"]) {
       { encoding: "utf8" },
     );
     if (!verified.startsWith("Ledger intact")) throw new Error(`the servers' ledger does not verify: ${verified}`);
-    const rate = (list) => median(list.map((m) => m.rate));
-    const cpuUs = (list) => median(list.map((m) => m.cpuUs));
     ledgerRows.push([
       runtime,
       result.cpu.added.noWrite.toFixed(2),
@@ -182,13 +192,13 @@ for (const runtime of ["node", "deno"]) {
       result.cpu.added.gate.toFixed(2),
       result.rowsPerWrite.toFixed(1),
       median(serverRowsPerWrite).toFixed(1),
-      rate(without).toFixed(0),
-      rate(withLedger).toFixed(0),
-      `${median(withLedger.map((m, i) => m.rate / without[i].rate)).toFixed(2)}×`,
-      cpuUs(without).toFixed(1),
-      cpuUs(withLedger).toFixed(1),
-      `${median(withLedger.map((m, i) => without[i].cpuUs / m.cpuUs)).toFixed(2)}×`,
-      `${flags.runs} × 3 × ${flags.inflight}`,
+      median(pairs.map((p) => p.without.rate)).toFixed(0),
+      median(pairs.map((p) => p.with.rate)).toFixed(0),
+      `${median(pairs.map((p) => p.with.rate / p.without.rate)).toFixed(2)}×`,
+      median(pairs.map((p) => p.without.cpuUs)).toFixed(1),
+      median(pairs.map((p) => p.with.cpuUs)).toFixed(1),
+      `${median(pairs.map((p) => p.without.cpuUs / p.with.cpuUs)).toFixed(2)}×`,
+      `${flags.runs} × ${flags.blocks} × ${flags.inflight}`,
     ]);
   } finally {
     rmSync(ledger, { recursive: true, force: true });
@@ -235,5 +245,5 @@ print(markdownTable(
   ledgerRows,
 ));
 print(
-  "\nCPU time (user and system, `process.cpuUsage`) per call, one call at a time, in-process, in blocks of 300 calls taken in turn; each figure is the median over blocks of the difference with the variant before it. A busy shared machine inflates CPU time less than wall time. Own CPU: a trivial call with the ledger writing to a file that discards its text, its row's hash included, less the same call with no ledger (target ≤ 5 µs). Its write: the same with the real file, less the discarding one. Intent row: what a gate call adds, its intent written before the tool runs (a second row, and a second write when calls come one at a time). Rows per write: in-process, 64 calls in flight. Throughput: a stdio server of one trivial read tool (the bench entry's `serve` mode), 64 calls in flight, with the ledger against the same server with none; median of three passes per server; the ratios are medians over runs of each run's ratio (target ≥ 0.9×). The server's own CPU time per call in the same passes (read through a second tool), and the throughput it allows: the steadier figure on a shared machine, where wall time depends on who else runs. Every server's file is sealed and the directory verifies intact.",
+  "\nCPU time (user and system, `process.cpuUsage`) per call, one call at a time, in-process, in blocks of 300 calls taken in turn; each figure is the median over blocks of the difference with the variant before it. A busy shared machine inflates CPU time less than wall time. Own CPU: a trivial call with the ledger writing to a file that discards its text, its row's hash included, less the same call with no ledger (target ≤ 5 µs). Its write: the same with the real file, less the discarding one. Intent row: what a gate call adds, its intent written before the tool runs (a second row, and a second write when calls come one at a time). Rows per write: in-process, 64 calls in flight. Throughput: a stdio server of one trivial read tool (the bench entry's `serve` mode), 64 calls in flight, with the ledger against the same server with none, both running, measured in blocks taken in turn; the ratios are medians over every pair of neighbouring blocks of every run (target ≥ 0.9×). The server's own CPU time per call in the same passes (read through a second tool), and the throughput it allows: the steadier figure on a shared machine, where wall time depends on who else runs. Every server's file is sealed and the directory verifies intact.",
 );

@@ -22,7 +22,7 @@
 import * as v from "valibot";
 import { canonicalJson } from "../../core/canonical_json.ts";
 import { problem, received, WardenError } from "../../core/errors.ts";
-import { sha256Digest, sha256Sync } from "../../core/sha256.ts";
+import { sha256Digest, sha256Hex } from "../../core/sha256.ts";
 
 /** Most bytes of JSON text a page holds when the caller gives no `limit`. */
 export const PAGE_BYTES = 16_000;
@@ -234,7 +234,7 @@ function utf8Length(text: string): number {
 function argsDigest(args: Readonly<Record<string, unknown>>): string {
   const { cursor: _cursor, ...rest } = args;
   const given = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
-  return sha256Sync(canonicalJson(given)).slice(0, DIGEST_HEX);
+  return sha256Hex(canonicalJson(given)).slice(0, DIGEST_HEX);
 }
 
 /** How many answers' digests a memo keeps: the last few queries, not one per module ever asked about. */
@@ -249,7 +249,7 @@ async function answerDigest(answer: object, request: PageRequest, args: string):
   if (known !== undefined) return known;
   const stable: Record<string, unknown> = { ...answer };
   for (const volatile of request.volatile ?? []) delete stable[volatile];
-  // WebCrypto for an answer that can be megabytes, where native code wins over sha256Sync.
+  // WebCrypto for an answer that can be megabytes: native on both runtimes (sha256Hex may be plain JavaScript).
   const digest = (await sha256Digest(JSON.stringify(stable))).slice("sha256:".length, "sha256:".length + DIGEST_HEX);
   recent?.set(key, digest);
   if (recent && recent.size > RECENT_DIGESTS) recent.delete(recent.keys().next().value!);

@@ -7,21 +7,18 @@
 // and a clean exit seals the file with a last row, so a removed tail or a
 // deleted file is found too. A `gate` or `external-side-effect` call writes an
 // intent row before its tool runs, so a crash during it leaves a call that
-// never finished. Arguments are never written, only their hash.
+// never finished. Arguments are never written, only their hash. This file is
+// the row format and the writer; ledger_verify.ts checks what it wrote.
 import * as v from "valibot";
 import path from "node:path";
-import { canonicalJson } from "./canonical_json.ts";
-import { messageOf, problem, WardenError } from "./errors.ts";
-import { type AppendOnlyFile, platform } from "./platform/mod.ts";
-import { RISK_CLASSES, type RiskClass } from "./tool.ts";
+import { canonicalJson } from "../canonical_json.ts";
+import { messageOf } from "../errors.ts";
+import { type AppendOnlyFile, platform } from "../platform/mod.ts";
+import { loadNativeSha256, sha256Hex } from "../sha256.ts";
+import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 
 /** The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals) and 2. */
 export const LEDGER_VERSION = 2;
-/**
- * Rows after which the ledger asks for the runtime's native hash (deno loads node:crypto for it, ~20 ms once, and
- * then hashes a row in about half the time): a server this busy gains it back within a few thousand more.
- */
-const NATIVE_HASH_AFTER = 4096;
 /** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
 const UNCHANGED_MARGIN_MS = 2000;
 /** Tools whose row text is kept (then it starts over): more than a catalog holds. */
@@ -48,7 +45,14 @@ const callFields = {
 };
 
 /** A row of a version 1 ledger: a call, without kind, anchor or seal. */
-const V1Row = v.strictObject({ v: v.literal(1), seq: Seq, time: Time, pid: v.number(), ...callFields, prev: Digest });
+export const V1Row = v.strictObject({
+  v: v.literal(1),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
+  ...callFields,
+  prev: Digest,
+});
 /** A call, run or refused; `intent` is the seq of its intent row, when it has one. */
 const CallRow = v.strictObject({
   v: v.literal(2),
@@ -61,7 +65,7 @@ const CallRow = v.strictObject({
   prev: Digest,
 });
 /** Written before a gate or external-side-effect tool runs; the call row that ends it names its seq. */
-const IntentRow = v.strictObject({
+export const IntentRow = v.strictObject({
   v: v.literal(2),
   kind: v.literal("intent"),
   seq: Seq,
@@ -100,13 +104,13 @@ const SealRow = v.strictObject({
   prev: Digest,
 });
 
-const V2_ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow } as const;
+export const V2_ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow } as const;
 
 /** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
 export const LedgerRowSchema = v.union([v.variant("kind", [AnchorRow, CallRow, IntentRow, SealRow]), V1Row]);
 
 export type LedgerRow = v.InferOutput<typeof LedgerRowSchema>;
-type Head = v.InferOutput<typeof Head>;
+export type Head = v.InferOutput<typeof Head>;
 
 /** What the caller says about a finished call; the ledger adds seq, time, pid and prev. */
 export interface LedgerCall {
@@ -139,7 +143,7 @@ function nullableString(value: string | null): string {
 
 /**
  * `String(ms)` for a duration rounded to the µs, as `governedCall` gives it, from the whole µs: a double's
- * shortest form cost a tenth of the row. Anything else goes to String.
+ * shortest form was a large share of the row's cost. Anything else goes to String.
  */
 export function durationText(ms: number): string {
   const us = Math.round(ms * 1000);
@@ -220,10 +224,10 @@ export class Ledger {
       // Not canonicalizable (a non-finite number): still one text per value.
       text = JSON.stringify(args ?? {}) ?? "";
     }
-    // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash was ~15% of the
-    // ledger's own CPU. One entry, not a map: keeping many texts cost more on distinct arguments than it saved.
+    // Agents repeat arguments (`{}`, a path, a query), often call after call: the last one's hash is kept. One entry,
+    // not a map: keeping many texts cost more on distinct arguments than it saved.
     if (text === this.#argsText) return this.#argsDigest;
-    const digest = "sha256:" + platform().sha256Hex(text);
+    const digest = "sha256:" + sha256Hex(text);
     this.#argsText = text;
     this.#argsDigest = digest;
     return digest;
@@ -300,7 +304,8 @@ export class Ledger {
       this.#seq = 1;
       // The anchor's time is when it began to read the heads: a later anchor trusts it to skip older files.
       const time = this.#now();
-      this.#anchor = this.#readHeads().then((heads) =>
+      // The first batch waits for the heads anyway: the native hash loads meanwhile (deno: its node layer, once).
+      this.#anchor = Promise.all([this.#readHeads(), loadNativeSha256()]).then(([heads]) =>
         canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time, v: 2 })
       );
     }
@@ -334,7 +339,7 @@ export class Ledger {
     let text = "";
     if (this.#file === undefined) {
       text = this.#anchorLine + "\n";
-      this.#prev = "sha256:" + platform().sha256Hex(this.#anchorLine!);
+      this.#prev = "sha256:" + sha256Hex(this.#anchorLine!);
     }
     // The rows of one append were all ready in one turn: they share its time.
     const time = this.#now();
@@ -343,7 +348,7 @@ export class Ledger {
     for (let i = 0; i < last; i++) {
       const line = this.#line(rows[i], ++seq, time);
       text += line + "\n";
-      this.#prev = "sha256:" + platform().sha256Hex(line);
+      this.#prev = "sha256:" + sha256Hex(line);
     }
     const line = this.#line(rows[last], ++seq, time);
     try {
@@ -358,7 +363,6 @@ export class Ledger {
       );
     }
     this.#unhashed = line;
-    if (this.#seq >= NATIVE_HASH_AFTER) platform().preferNativeHash();
     return WRITTEN;
   }
 
@@ -377,7 +381,7 @@ export class Ledger {
    */
   settle(): void {
     if (this.#unhashed === undefined) return;
-    this.#prev = "sha256:" + platform().sha256Hex(this.#unhashed);
+    this.#prev = "sha256:" + sha256Hex(this.#unhashed);
     this.#unhashed = undefined;
   }
 
@@ -472,7 +476,7 @@ export class Ledger {
 }
 
 /** The ledger files of `dir`, oldest first (their names start with the time their process started). */
-async function ledgerFiles(dir: string): Promise<string[]> {
+export async function ledgerFiles(dir: string): Promise<string[]> {
   return (await platform().fs.readDir(dir)).filter((e) => e.kind === "file" && e.name.endsWith(".jsonl")).map((e) =>
     e.name
   ).sort();
@@ -496,12 +500,12 @@ async function readHead(file: string): Promise<{ seq: number; hash: string }> {
     } catch {
       // A damaged row is still committed to by its hash; verify reports the damage.
     }
-    return { seq, hash: "sha256:" + platform().sha256Hex(line) };
+    return { seq, hash: "sha256:" + sha256Hex(line) };
   }
 }
 
 /** The anchor a file starts with, or undefined (a version 1 file, or one not yet anchored). */
-async function readAnchor(file: string): Promise<v.InferOutput<typeof AnchorRow> | undefined> {
+export async function readAnchor(file: string): Promise<v.InferOutput<typeof AnchorRow> | undefined> {
   try {
     for (let window = 4096;; window *= 8) {
       const { size, bytes } = await platform().fs.readRange(file, 0, window);
@@ -514,303 +518,4 @@ async function readAnchor(file: string): Promise<v.InferOutput<typeof AnchorRow>
   } catch {
     return undefined;
   }
-}
-
-/** Exit codes of `warden ledger verify`: 0 intact, else that of the most severe finding. */
-export const VERIFY_EXIT = {
-  intact: 0,
-  broken: 3,
-  torn: 4,
-  absent: 5,
-  unreadable: 6,
-  missing: 7,
-  truncated: 8,
-  unsealed: 9,
-  unfinished: 10,
-} as const;
-
-type FindingKind = Exclude<keyof typeof VERIFY_EXIT, "intact" | "absent">;
-/** Most severe first: tampering, then what a crash leaves. */
-const SEVERITY: readonly FindingKind[] = [
-  "broken",
-  "missing",
-  "truncated",
-  "unreadable",
-  "torn",
-  "unsealed",
-  "unfinished",
-];
-
-/** One thing verify found: the file (name only), the 1-based line (row) it is about, and why. */
-export interface Finding {
-  readonly kind: FindingKind;
-  readonly file: string;
-  readonly line: number;
-  readonly problem: string;
-}
-
-/** What `warden ledger verify` found. */
-export interface VerifyReport {
-  readonly status: keyof typeof VERIFY_EXIT;
-  readonly files: number;
-  readonly rows: number;
-  /** Most severe first. */
-  readonly findings: readonly Finding[];
-  /** Files not sealed because their process still runs, and version 1 files (no anchor or seal to check). */
-  readonly notes: readonly { readonly file: string; readonly note: string }[];
-}
-
-/** One file as read by verify. */
-interface Scanned {
-  readonly name: string;
-  /** Intact rows read. */
-  rows: number;
-  /** The hash of each row some anchor names, by seq. */
-  readonly hashes: Map<number, string>;
-  version: 1 | 2 | undefined;
-  anchor: readonly Head[] | undefined;
-  sealed: boolean;
-  /** Read up to a bad row only. */
-  bad: boolean;
-  pid: number | undefined;
-  last: { line: number; row: LedgerRow } | undefined;
-  readonly intents: Map<number, { line: number; row: v.InferOutput<typeof IntentRow> }>;
-}
-
-function describeRow(row: LedgerRow): string {
-  if (row.v === 1) return `call of "${row.tool}" at ${row.time}`;
-  if (row.kind === "anchor") return `the anchor, at ${row.time}`;
-  if (row.kind === "seal") return `the seal, at ${row.time}`;
-  return `${row.kind} of "${row.tool}" at ${row.time}`;
-}
-
-/** Checks one file's chain row by row; adds what is wrong to `findings`. */
-function scanFile(
-  name: string,
-  text: string,
-  findings: Finding[],
-  wanted: ReadonlySet<number> | undefined,
-): Scanned {
-  const file: Scanned = {
-    name,
-    rows: 0,
-    hashes: new Map(),
-    version: undefined,
-    anchor: undefined,
-    sealed: false,
-    bad: false,
-    pid: undefined,
-    last: undefined,
-    intents: new Map(),
-  };
-  const lines = text.split("\n");
-  const torn = lines.pop() !== "";
-  let prev = GENESIS;
-  for (const [i, line] of lines.entries()) {
-    const bad = (why: string): Scanned => {
-      findings.push({ kind: "broken", file: name, line: i + 1, problem: why });
-      file.bad = true;
-      return file;
-    };
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      return bad("not JSON");
-    }
-    const version = (value as { v?: unknown } | null)?.v;
-    const kind = (value as { kind?: unknown } | null)?.kind;
-    const schema = version === 1
-      ? V1Row
-      : version === 2 && typeof kind === "string" && Object.hasOwn(V2_ROWS, kind)
-      ? V2_ROWS[kind as keyof typeof V2_ROWS]
-      : undefined;
-    if (!schema) {
-      return bad(
-        version === 2
-          ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent or seal)`
-          : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1 and 2)`,
-      );
-    }
-    const parsed = v.safeParse(schema, value);
-    if (!parsed.success) return bad(`not a ledger row (${parsed.issues[0].message})`);
-    const row = parsed.output as LedgerRow;
-    if (canonicalJson(row) !== line) return bad("not in canonical form");
-    if (row.seq !== i + 1) return bad(`seq ${row.seq} where ${i + 1} was due`);
-    if (row.prev !== prev) return bad("prev does not match the previous row");
-    file.version ??= row.v;
-    if (row.v !== file.version) return bad(`a version ${row.v} row in a version ${file.version} file`);
-    if (file.sealed) return bad("a row after the seal");
-    if (row.v === 2) {
-      if ((i === 0) !== (row.kind === "anchor")) {
-        return bad(i === 0 ? "the first row is not an anchor" : "an anchor after the first row");
-      }
-      if (row.kind === "anchor") file.anchor = row.heads;
-      if (row.kind === "seal") file.sealed = true;
-      if (row.kind === "intent") file.intents.set(row.seq, { line: i + 1, row });
-      if (row.kind === "call" && row.intent !== null) {
-        if (!file.intents.delete(row.intent)) return bad(`the call names intent ${row.intent}, not an open intent`);
-      }
-    }
-    file.pid ??= row.pid;
-    prev = "sha256:" + platform().sha256Hex(line);
-    file.rows++;
-    if (wanted?.has(row.seq)) file.hashes.set(row.seq, prev);
-    file.last = { line: i + 1, row };
-  }
-  if (torn) {
-    findings.push({ kind: "torn", file: name, line: lines.length + 1, problem: "the last row is incomplete" });
-  }
-  return file;
-}
-
-/** Walks every ledger file of `dir`: each chain row by row, then the anchors, seals and intents across files. */
-export async function verifyLedger(dir: string): Promise<VerifyReport> {
-  let names: string[];
-  try {
-    names = await ledgerFiles(dir);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ENOENT") return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
-    return {
-      status: "unreadable",
-      files: 0,
-      rows: 0,
-      findings: [{ kind: "unreadable", file: dir, line: 0, problem: messageOf(error) }],
-      notes: [],
-    };
-  }
-  if (names.length === 0) return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
-  const findings: Finding[] = [];
-  const notes: { file: string; note: string }[] = [];
-  const scanned = new Map<string, Scanned>();
-  // The rows the anchors name, read first (each a file's first line), so that only their hashes are kept.
-  const wanted = new Map<string, Set<number>>();
-  for (const name of names) {
-    for (const head of (await readAnchor(path.join(dir, name)))?.heads ?? []) {
-      wanted.set(head.file, (wanted.get(head.file) ?? new Set()).add(head.seq));
-    }
-  }
-  let rows = 0;
-  for (const name of names) {
-    let text: string;
-    try {
-      text = await platform().fs.readTextFile(path.join(dir, name));
-    } catch (error) {
-      findings.push({ kind: "unreadable", file: name, line: 0, problem: messageOf(error) });
-      continue;
-    }
-    const file = scanFile(name, text, findings, wanted.get(name));
-    rows += file.rows;
-    scanned.set(name, file);
-  }
-  for (const file of scanned.values()) {
-    for (const head of file.anchor ?? []) {
-      const target = scanned.get(head.file);
-      const by = `the anchor of ${file.name} (line 1) committed to`;
-      if (!target) {
-        if (!names.includes(head.file)) {
-          findings.push({
-            kind: "missing",
-            file: head.file,
-            line: head.seq,
-            problem: `the file is missing; ${by} its row ${head.seq}`,
-          });
-        }
-      } else if (target.bad) {
-        // Its own finding says why.
-      } else if (target.rows < head.seq) {
-        findings.push({
-          kind: "truncated",
-          file: head.file,
-          line: target.rows + 1,
-          problem: `rows ${target.rows + 1} to ${head.seq} were removed; ${by} its row ${head.seq}`,
-        });
-      } else if (head.seq > 0 && target.hashes.get(head.seq) !== head.hash) {
-        findings.push({
-          kind: "broken",
-          file: head.file,
-          line: head.seq,
-          problem: `not the row ${by} (the file was rewritten)`,
-        });
-      }
-    }
-  }
-  for (const file of scanned.values()) {
-    if (file.bad || file.last === undefined) continue;
-    if (file.version === 1) {
-      notes.push({ file: file.name, note: "version 1 (no anchor or seal): its end cannot be checked" });
-      continue;
-    }
-    const unsealed = !file.sealed;
-    if (unsealed && file.pid !== undefined && await platform().processRunning(file.pid)) {
-      notes.push({ file: file.name, note: `not sealed yet: its process (pid ${file.pid}) is running` });
-      continue;
-    }
-    if (unsealed) {
-      findings.push({
-        kind: "unsealed",
-        file: file.name,
-        line: file.last.line,
-        problem:
-          `never sealed: its process (pid ${file.pid}) ended without a clean exit (a crash, or its seal was cut off); last row ${file.last.line}: ${
-            describeRow(file.last.row)
-          }`,
-      });
-    }
-    for (const { line, row } of file.intents.values()) {
-      findings.push({
-        kind: "unfinished",
-        file: file.name,
-        line,
-        problem: `the ${row.risk} call of "${row.tool}" that started at ${row.time} never finished`,
-      });
-    }
-  }
-  findings.sort((a, b) => SEVERITY.indexOf(a.kind) - SEVERITY.indexOf(b.kind));
-  return { status: findings[0]?.kind ?? "intact", files: names.length, rows, findings, notes };
-}
-
-const HEADLINES: Record<VerifyReport["status"], string> = {
-  intact: "Ledger intact",
-  broken: "Ledger broken",
-  torn: "Ledger torn",
-  absent: "No ledger",
-  unreadable: "Ledger unreadable",
-  missing: "Ledger missing a file",
-  truncated: "Ledger truncated",
-  unsealed: "Ledger not sealed",
-  unfinished: "Ledger has unfinished calls",
-};
-
-/** `warden ledger verify [--json]`: exits with VERIFY_EXIT[status]. */
-export async function ledgerCommand(dir: string, args: readonly string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  const unknown = rest.find((a) => a !== "--json");
-  if (sub !== "verify" || unknown) {
-    throw new WardenError(
-      "config_invalid",
-      problem(
-        "Invalid command line",
-        `expected "warden ledger verify [--json]"`,
-        `received ${JSON.stringify(args.join(" "))}`,
-      ),
-    );
-  }
-  const report = await verifyLedger(dir);
-  if (rest.includes("--json")) {
-    platform().writeStdout(JSON.stringify(report, null, 2) + "\n");
-  } else if (report.status === "absent") {
-    platform().writeStdout(`No ledger in ${dir}\n`);
-  } else {
-    const out = [
-      `${HEADLINES[report.status]}: ${report.rows} rows in ${report.files} file(s)${
-        report.findings.length ? `, ${report.findings.length} finding(s)` : ""
-      }`,
-      ...report.findings.map((f) => `${f.kind}: ${f.file} line ${f.line}: ${f.problem}`),
-      ...report.notes.map((n) => `note: ${n.file}: ${n.note}`),
-    ];
-    platform().writeStdout(out.join("\n") + "\n");
-  }
-  return VERIFY_EXIT[report.status];
 }

@@ -1,54 +1,11 @@
-// The deployment policy, and the one path every tools/call takes: decide,
-// run (or refuse), record in the ledger. Disabled tools stay in the catalog,
-// so the catalog never depends on policy; calling one says why it is refused.
-import { type CallOptions, type CallResult, errorResult, runTool } from "./call.ts";
-import type { CatalogEntry } from "./catalog.ts";
-import { type ErrorCode, problem } from "./errors.ts";
+// The one path every tools/call takes: decide, run (or refuse), record in the
+// ledger. The row is written before the result returns, and a row that could
+// not be written is reported in that result.
+import { type CallOptions, runTool } from "../call.ts";
+import { type CallResult, errorResult } from "../call_result.ts";
+import type { CatalogEntry } from "../catalog.ts";
 import type { Ledger } from "./ledger.ts";
-import { RISK_CLASSES, type RiskClass } from "./tool.ts";
-
-/** What the operator allows. */
-export interface Policy {
-  /** The highest class that may run at all. */
-  readonly maxRisk: RiskClass;
-  readonly disabled: ReadonlySet<string>;
-  /** Tools that run only when the server was started with a principal. */
-  readonly principalRequired: ReadonlySet<string>;
-  /** Who operates this server, recorded with every call. */
-  readonly principal: string | null;
-}
-
-/** Why a call is refused before it runs, or null. */
-export function decide(policy: Policy, tool: CatalogEntry): { code: ErrorCode; message: string } | null {
-  const name = tool.descriptor.name;
-  if (RISK_CLASSES.indexOf(tool.risk) > RISK_CLASSES.indexOf(policy.maxRisk)) {
-    return {
-      code: "risk_class_disabled",
-      message: problem(
-        `Tool "${name}" is refused`,
-        `its risk class "${tool.risk}" is above this deployment's --max-risk "${policy.maxRisk}"`,
-        "nothing was run",
-      ),
-    };
-  }
-  if (policy.disabled.has(name)) {
-    return {
-      code: "policy_denied",
-      message: problem(`Tool "${name}" is refused`, "this deployment disables it (--disable-tool)", "nothing was run"),
-    };
-  }
-  if (policy.principalRequired.has(name) && policy.principal === null) {
-    return {
-      code: "policy_denied",
-      message: problem(
-        `Tool "${name}" is refused`,
-        "it needs a principal and this server has none",
-        "start warden with --principal <who>",
-      ),
-    };
-  }
-  return null;
-}
+import { decide, type Policy } from "./policy.ts";
 
 function withLedgerWarning(result: CallResult, error: string): CallResult {
   return {

@@ -1,0 +1,90 @@
+// A call's result as MCP defines it: what a tool returned, shaped (and
+// checked against its output schema), or an error result.
+import type { CatalogEntry } from "./catalog.ts";
+import { issuePath } from "./call_messages.ts";
+import { type ErrorCode, messageOf, problem } from "./errors.ts";
+
+/** A `tools/call` result, as MCP defines it. */
+export interface CallResult {
+  content: { type: "text"; text: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: true;
+  _meta?: { "warden/error_code"?: ErrorCode; "warden/ledger"?: { written: false; error: string } };
+}
+
+/**
+ * An error result: the message as text and the code in `_meta`; also as
+ * `structuredContent` when the tool declares no output schema (clients check
+ * structuredContent against a declared schema even on errors, so a tool with
+ * one gets its error as text and `_meta` only).
+ */
+export function errorResult(code: ErrorCode, message: string, tool?: CatalogEntry): CallResult {
+  return {
+    content: [{ type: "text", text: message }],
+    ...(tool && !tool.validateOutput ? { structuredContent: { error_code: code, message } } : {}),
+    isError: true,
+    _meta: { "warden/error_code": code },
+  };
+}
+
+/**
+ * The JSON text of a result shaped from structured output: its text content
+ * is that text already, so the transport sends it without serializing the
+ * output a second time (a large answer is serialized once). Kept beside the
+ * result, not in it, so the result stays exactly what MCP defines.
+ */
+const structuredJson = new WeakMap<CallResult, string>();
+
+/**
+ * The whole JSON text of `result` when it was shaped from structured output,
+ * made from the text it holds already; undefined for any other result (then
+ * serialize it as usual).
+ */
+export function resultJson(result: CallResult): string | undefined {
+  const text = structuredJson.get(result);
+  if (text === undefined) return undefined;
+  return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
+}
+
+/** The result of what a tool returned; never throws, so that every call is answered. */
+export function shapeOutput(tool: CatalogEntry, value: unknown): CallResult {
+  try {
+    return shapeValue(tool, value);
+  } catch (error) {
+    // JSON.stringify throws on a BigInt or a cycle, and a validator may on a hostile value.
+    return errorResult(
+      "invalid_output",
+      problem(
+        `Tool "${tool.descriptor.name}" returned output that cannot be sent as JSON`,
+        messageOf(error),
+        "this is a bug in the tool",
+      ),
+      tool,
+    );
+  }
+}
+
+function shapeValue(tool: CatalogEntry, value: unknown): CallResult {
+  const name = tool.descriptor.name;
+  if (tool.validateOutput) {
+    const checked = tool.validateOutput(value);
+    if (!checked.ok) {
+      const issue = checked.issues[0];
+      return errorResult(
+        "invalid_output",
+        problem(
+          `Tool "${name}" returned output that does not match its schema`,
+          `${issuePath(issue.path) || "(root)"}: expected ${issue.expected} but received ${issue.received}`,
+          "this is a bug in the tool",
+        ),
+      );
+    }
+    const structured = checked.value as Record<string, unknown>;
+    const text = JSON.stringify(structured);
+    const result: CallResult = { content: [{ type: "text", text }], structuredContent: structured };
+    structuredJson.set(result, text);
+    return result;
+  }
+  if (typeof value === "string") return { content: [{ type: "text", text: value }] };
+  return { content: [{ type: "text", text: value === undefined ? "" : JSON.stringify(value) }] };
+}

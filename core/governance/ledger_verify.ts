@@ -1,0 +1,265 @@
+// `warden ledger verify`'s checks: each file's chain row by row, then the
+// anchors, seals and intents across files (the format is ledger.ts's).
+import * as v from "valibot";
+import path from "node:path";
+import { canonicalJson } from "../canonical_json.ts";
+import { messageOf } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
+import { loadNativeSha256, sha256Hex } from "../sha256.ts";
+import { GENESIS, type Head, IntentRow, ledgerFiles, type LedgerRow, readAnchor, V1Row, V2_ROWS } from "./ledger.ts";
+
+/** Exit codes of `warden ledger verify`: 0 intact, else that of the most severe finding. */
+export const VERIFY_EXIT = {
+  intact: 0,
+  broken: 3,
+  torn: 4,
+  absent: 5,
+  unreadable: 6,
+  missing: 7,
+  truncated: 8,
+  unsealed: 9,
+  unfinished: 10,
+} as const;
+
+type FindingKind = Exclude<keyof typeof VERIFY_EXIT, "intact" | "absent">;
+/** Most severe first: tampering, then what a crash leaves. */
+const SEVERITY: readonly FindingKind[] = [
+  "broken",
+  "missing",
+  "truncated",
+  "unreadable",
+  "torn",
+  "unsealed",
+  "unfinished",
+];
+
+/** One thing verify found: the file (name only), the 1-based line (row) it is about, and why. */
+export interface Finding {
+  readonly kind: FindingKind;
+  readonly file: string;
+  readonly line: number;
+  readonly problem: string;
+}
+
+/** What `warden ledger verify` found. */
+export interface VerifyReport {
+  readonly status: keyof typeof VERIFY_EXIT;
+  readonly files: number;
+  readonly rows: number;
+  /** Most severe first. */
+  readonly findings: readonly Finding[];
+  /** Files not sealed because their process still runs, and version 1 files (no anchor or seal to check). */
+  readonly notes: readonly { readonly file: string; readonly note: string }[];
+}
+
+/** One file as read by verify. */
+interface Scanned {
+  readonly name: string;
+  /** Intact rows read. */
+  rows: number;
+  /** The hash of each row some anchor names, by seq. */
+  readonly hashes: Map<number, string>;
+  version: 1 | 2 | undefined;
+  anchor: readonly Head[] | undefined;
+  sealed: boolean;
+  /** Read up to a bad row only. */
+  bad: boolean;
+  pid: number | undefined;
+  last: { line: number; row: LedgerRow } | undefined;
+  readonly intents: Map<number, { line: number; row: v.InferOutput<typeof IntentRow> }>;
+}
+
+function describeRow(row: LedgerRow): string {
+  if (row.v === 1) return `call of "${row.tool}" at ${row.time}`;
+  if (row.kind === "anchor") return `the anchor, at ${row.time}`;
+  if (row.kind === "seal") return `the seal, at ${row.time}`;
+  return `${row.kind} of "${row.tool}" at ${row.time}`;
+}
+
+/** Checks one file's chain row by row; adds what is wrong to `findings`. */
+function scanFile(
+  name: string,
+  text: string,
+  findings: Finding[],
+  wanted: ReadonlySet<number> | undefined,
+): Scanned {
+  const file: Scanned = {
+    name,
+    rows: 0,
+    hashes: new Map(),
+    version: undefined,
+    anchor: undefined,
+    sealed: false,
+    bad: false,
+    pid: undefined,
+    last: undefined,
+    intents: new Map(),
+  };
+  const lines = text.split("\n");
+  const torn = lines.pop() !== "";
+  let prev = GENESIS;
+  for (const [i, line] of lines.entries()) {
+    const bad = (why: string): Scanned => {
+      findings.push({ kind: "broken", file: name, line: i + 1, problem: why });
+      file.bad = true;
+      return file;
+    };
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return bad("not JSON");
+    }
+    const version = (value as { v?: unknown } | null)?.v;
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    const schema = version === 1
+      ? V1Row
+      : version === 2 && typeof kind === "string" && Object.hasOwn(V2_ROWS, kind)
+      ? V2_ROWS[kind as keyof typeof V2_ROWS]
+      : undefined;
+    if (!schema) {
+      return bad(
+        version === 2
+          ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent or seal)`
+          : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1 and 2)`,
+      );
+    }
+    const parsed = v.safeParse(schema, value);
+    if (!parsed.success) return bad(`not a ledger row (${parsed.issues[0].message})`);
+    const row = parsed.output as LedgerRow;
+    if (canonicalJson(row) !== line) return bad("not in canonical form");
+    if (row.seq !== i + 1) return bad(`seq ${row.seq} where ${i + 1} was due`);
+    if (row.prev !== prev) return bad("prev does not match the previous row");
+    file.version ??= row.v;
+    if (row.v !== file.version) return bad(`a version ${row.v} row in a version ${file.version} file`);
+    if (file.sealed) return bad("a row after the seal");
+    if (row.v === 2) {
+      if ((i === 0) !== (row.kind === "anchor")) {
+        return bad(i === 0 ? "the first row is not an anchor" : "an anchor after the first row");
+      }
+      if (row.kind === "anchor") file.anchor = row.heads;
+      if (row.kind === "seal") file.sealed = true;
+      if (row.kind === "intent") file.intents.set(row.seq, { line: i + 1, row });
+      if (row.kind === "call" && row.intent !== null) {
+        if (!file.intents.delete(row.intent)) return bad(`the call names intent ${row.intent}, not an open intent`);
+      }
+    }
+    file.pid ??= row.pid;
+    prev = "sha256:" + sha256Hex(line);
+    file.rows++;
+    if (wanted?.has(row.seq)) file.hashes.set(row.seq, prev);
+    file.last = { line: i + 1, row };
+  }
+  if (torn) {
+    findings.push({ kind: "torn", file: name, line: lines.length + 1, problem: "the last row is incomplete" });
+  }
+  return file;
+}
+
+/** Walks every ledger file of `dir`: each chain row by row, then the anchors, seals and intents across files. */
+export async function verifyLedger(dir: string): Promise<VerifyReport> {
+  let names: string[];
+  try {
+    names = await ledgerFiles(dir);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT") return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
+    return {
+      status: "unreadable",
+      files: 0,
+      rows: 0,
+      findings: [{ kind: "unreadable", file: dir, line: 0, problem: messageOf(error) }],
+      notes: [],
+    };
+  }
+  if (names.length === 0) return { status: "absent", files: 0, rows: 0, findings: [], notes: [] };
+  await loadNativeSha256();
+  const findings: Finding[] = [];
+  const notes: { file: string; note: string }[] = [];
+  const scanned = new Map<string, Scanned>();
+  // The rows the anchors name, read first (each a file's first line), so that only their hashes are kept.
+  const wanted = new Map<string, Set<number>>();
+  for (const name of names) {
+    for (const head of (await readAnchor(path.join(dir, name)))?.heads ?? []) {
+      wanted.set(head.file, (wanted.get(head.file) ?? new Set()).add(head.seq));
+    }
+  }
+  let rows = 0;
+  for (const name of names) {
+    let text: string;
+    try {
+      text = await platform().fs.readTextFile(path.join(dir, name));
+    } catch (error) {
+      findings.push({ kind: "unreadable", file: name, line: 0, problem: messageOf(error) });
+      continue;
+    }
+    const file = scanFile(name, text, findings, wanted.get(name));
+    rows += file.rows;
+    scanned.set(name, file);
+  }
+  for (const file of scanned.values()) {
+    for (const head of file.anchor ?? []) {
+      const target = scanned.get(head.file);
+      const by = `the anchor of ${file.name} (line 1) committed to`;
+      if (!target) {
+        if (!names.includes(head.file)) {
+          findings.push({
+            kind: "missing",
+            file: head.file,
+            line: head.seq,
+            problem: `the file is missing; ${by} its row ${head.seq}`,
+          });
+        }
+      } else if (target.bad) {
+        // Its own finding says why.
+      } else if (target.rows < head.seq) {
+        findings.push({
+          kind: "truncated",
+          file: head.file,
+          line: target.rows + 1,
+          problem: `rows ${target.rows + 1} to ${head.seq} were removed; ${by} its row ${head.seq}`,
+        });
+      } else if (head.seq > 0 && target.hashes.get(head.seq) !== head.hash) {
+        findings.push({
+          kind: "broken",
+          file: head.file,
+          line: head.seq,
+          problem: `not the row ${by} (the file was rewritten)`,
+        });
+      }
+    }
+  }
+  for (const file of scanned.values()) {
+    if (file.bad || file.last === undefined) continue;
+    if (file.version === 1) {
+      notes.push({ file: file.name, note: "version 1 (no anchor or seal): its end cannot be checked" });
+      continue;
+    }
+    const unsealed = !file.sealed;
+    if (unsealed && file.pid !== undefined && await platform().processRunning(file.pid)) {
+      notes.push({ file: file.name, note: `not sealed yet: its process (pid ${file.pid}) is running` });
+      continue;
+    }
+    if (unsealed) {
+      findings.push({
+        kind: "unsealed",
+        file: file.name,
+        line: file.last.line,
+        problem:
+          `never sealed: its process (pid ${file.pid}) ended without a clean exit (a crash, or its seal was cut off); last row ${file.last.line}: ${
+            describeRow(file.last.row)
+          }`,
+      });
+    }
+    for (const { line, row } of file.intents.values()) {
+      findings.push({
+        kind: "unfinished",
+        file: file.name,
+        line,
+        problem: `the ${row.risk} call of "${row.tool}" that started at ${row.time} never finished`,
+      });
+    }
+  }
+  findings.sort((a, b) => SEVERITY.indexOf(a.kind) - SEVERITY.indexOf(b.kind));
+  return { status: findings[0]?.kind ?? "intact", files: names.length, rows, findings, notes };
+}
