@@ -19,7 +19,7 @@ import type {
 
 /** What the host supplies for one call. */
 export interface ContextParts {
-  /** Made on first use (see call.ts). */
+  /** Made on first use (see call/run.ts). */
   readonly signal: () => AbortSignal;
   readonly fs: RootFs;
   readonly host: HostFacts;

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { builtinEntry } from "../core/catalog.ts";
-import { describeIssue } from "../core/call_messages.ts";
+import { describeIssue } from "../core/call/messages.ts";
 import { validateJsonSchema } from "../core/json_schema.ts";
 import { checkTool } from "../core/loader.ts";
 import { tool as fixtureChecks } from "./fixtures/tools/fixture_checks.ts";

@@ -1,8 +1,8 @@
 // The one path every tools/call takes: decide, run (or refuse), record in the
 // ledger. The row is written before the result returns, and a row that could
 // not be written is reported in that result.
-import { type CallOptions, runTool } from "../call.ts";
-import { type CallResult, errorResult } from "../call_result.ts";
+import { type CallOptions, runTool } from "../call/run.ts";
+import { type CallResult, errorResult } from "../call/result.ts";
 import type { CatalogEntry } from "../catalog.ts";
 import type { Ledger } from "./ledger.ts";
 import { decide, type Policy } from "./policy.ts";

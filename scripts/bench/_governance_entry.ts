@@ -8,8 +8,8 @@
 //     the real ledger or none at all, for the throughput with 64 calls in flight.
 import { execFile } from "node:child_process";
 import process from "node:process";
-import { runTool } from "../../core/call.ts";
-import type { CallResult } from "../../core/call_result.ts";
+import { runTool } from "../../core/call/run.ts";
+import type { CallResult } from "../../core/call/result.ts";
 import { buildCatalog, builtinEntry } from "../../core/catalog.ts";
 import { type AppendOutcome, Ledger } from "../../core/governance/ledger.ts";
 import { initPlatform, platform } from "../../core/platform/mod.ts";

@@ -2,13 +2,13 @@
 // the timeout and cancellation, and shapes the result. Every failure becomes
 // a result with isError and a message that names the problem; nothing thrown
 // by a tool reaches the protocol layer.
-import { describeIssue, stoppedError, timeoutError } from "./call_messages.ts";
-import { type CallResult, errorResult, shapeOutput } from "./call_result.ts";
-import type { CatalogEntry } from "./catalog.ts";
-import { type ContextParts, createContext } from "./context.ts";
+import { describeIssue, stoppedError, timeoutError } from "./messages.ts";
+import { type CallResult, errorResult, shapeOutput } from "./result.ts";
+import type { CatalogEntry } from "../catalog.ts";
+import { type ContextParts, createContext } from "../context.ts";
 import { forgetDeadline, type PendingCall, stopWatched, watchDeadline } from "./deadlines.ts";
-import { messageOf, problem, WardenError } from "./errors.ts";
-import { log } from "./log.ts";
+import { messageOf, problem, WardenError } from "../errors.ts";
+import { log } from "../log.ts";
 
 /** What the host supplies for one call besides the arguments. */
 export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "deadline"> {

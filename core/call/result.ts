@@ -1,8 +1,8 @@
 // A call's result as MCP defines it: what a tool returned, shaped (and
 // checked against its output schema), or an error result.
-import type { CatalogEntry } from "./catalog.ts";
-import { issuePath } from "./call_messages.ts";
-import { type ErrorCode, messageOf, problem } from "./errors.ts";
+import type { CatalogEntry } from "../catalog.ts";
+import { issuePath } from "./messages.ts";
+import { type ErrorCode, messageOf, problem } from "../errors.ts";
 
 /** A `tools/call` result, as MCP defines it. */
 export interface CallResult {

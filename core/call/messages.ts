@@ -1,9 +1,9 @@
 // What an agent reads when a call goes wrong before or around its tool: an
 // argument problem, a timeout, a cancellation. Each names what was wrong and
 // how to fix it.
-import type { CatalogEntry } from "./catalog.ts";
-import { problem, WardenError } from "./errors.ts";
-import type { SchemaIssue } from "./json_schema.ts";
+import type { CatalogEntry } from "../catalog.ts";
+import { problem, WardenError } from "../errors.ts";
+import type { SchemaIssue } from "../json_schema.ts";
 
 export function issuePath(path: readonly (string | number)[]): string {
   let out = "";
