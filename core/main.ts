@@ -7,6 +7,7 @@ import type { CommandEnv } from "./cli.ts";
 import { type Config, parseConfig, SETTINGS } from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
+import type { LoadedPlugins } from "./plugins/host.ts";
 import { hasPluginDirectories } from "./plugins/presence.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./roots.ts";
@@ -154,7 +155,7 @@ function hostFacts(
   catalog: Catalog,
   fs: RootFs,
   transport: HostFacts["transport"],
-  extensions: HostFacts["extensions"],
+  extensions: () => HostFacts["extensions"],
   spawner: Spawner,
   confinement: Confinement,
 ): HostFacts {
@@ -168,11 +169,34 @@ function hostFacts(
     catalogDigest: catalog.digest,
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
-    extensions,
+    // A getter: a server whose plugin checks run after initialize (see checksCanWait) fills them in then.
+    get extensions() {
+      return extensions();
+    },
     programs: Object.freeze(Object.fromEntries([...spawner.programs()].map(([name, found]) => [name, found !== null]))),
     gateIsolation: () => spawner.isolation(),
     confinement,
   });
+}
+
+/** True when `file` is missing or holds no line but blanks and comments: it names no key. */
+async function namesNoKey(file: string): Promise<boolean> {
+  if (platform().fs.lstatSync(file) === null) return true;
+  // Unreadable or large: the checks say why, at startup.
+  const text = await platform().fs.readTextFile(file, 64 * 1024).catch(() => null);
+  return text !== null && !/^[ \t]*[^#\s]/m.test(text);
+}
+
+/**
+ * Whether the server may answer before its plugins are checked: when no key is trusted, no plugin can be verified,
+ * so none adds a tool and the catalog (and its digest) is the built-ins' whichever way the checks go. Only when
+ * nothing they read can fail the start either: no --strict-plugins, trust files that name no key, no lock file.
+ * Then the checks (signatures, manifests: ~15 ms of a start) run after the initialize answer, and a tools/call
+ * waits for them, as extension_list and an unknown tool's message read their records.
+ */
+async function checksCanWait(config: Config): Promise<boolean> {
+  return !config.strictPlugins && platform().fs.lstatSync(config.lockFile) === null &&
+    await namesNoKey(config.allowedSignersFile) && await namesNoKey(config.revokedKeysFile);
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -215,8 +239,8 @@ async function main(argv: readonly string[]): Promise<number> {
   const builtinsLoading = loadTools(dir.url, dir.extensions).then((loaded) => loaded.map(builtinEntry));
   builtinsLoading.catch(() => {});
   // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
-  const pluginsLoading = withPlugins
-    ? import("./plugins/host.ts").then((host) =>
+  const loadPlugins = () =>
+    import("./plugins/host.ts").then((host) =>
       host.loadPlugins(
         config,
         fs,
@@ -224,8 +248,10 @@ async function main(argv: readonly string[]): Promise<number> {
         // A shell command says a refusal where it matters (the tools it leaves out, the tool called), in a line.
         command === "serve" ? undefined : () => {},
       )
-    )
-    : Promise.resolve({ records: [], entries: [], stop: () => Promise.resolve() });
+    );
+  const none: LoadedPlugins = { records: [], entries: [], stop: () => Promise.resolve() };
+  const later = withPlugins && command === "serve" && await checksCanWait(config);
+  const pluginsLoading = withPlugins && !later ? loadPlugins() : Promise.resolve(none);
   const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
   const catalog = await buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
@@ -261,7 +287,10 @@ async function main(argv: readonly string[]): Promise<number> {
         `Cannot load the MCP server module (${messageOf(error).split("\n")[0]}); run "npm install" first`,
       );
     });
-    const facts = hostFacts(catalog, fs, "stdio", plugins.records, spawner, confinement.state);
+    let checked = plugins;
+    let settled: [() => void, (error: unknown) => void] = [() => {}, () => {}];
+    const allChecked = later ? new Promise<void>((...both) => settled = both) : Promise.resolve();
+    const facts = hostFacts(catalog, fs, "stdio", () => checked.records, spawner, confinement.state);
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -272,10 +301,23 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
+      deferred: later
+        ? () =>
+          loadPlugins().then((loaded) => {
+            checked = loaded;
+            settled[0]();
+          }, (error) => {
+            settled[1](error);
+            throw error;
+          })
+        : undefined,
       // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
-      shutdown: () => ledger.seal().finally(plugins.stop),
+      shutdown: () => ledger.seal().finally(() => checked.stop()),
     });
+    serving = true;
+    // Said once the plugins are checked: it lists them.
+    await allChecked;
     const [commandPath, ...commandArgs] = serverArgv(
       install,
       config,
@@ -290,8 +332,8 @@ async function main(argv: readonly string[]): Promise<number> {
       catalog: catalog.digest,
       roots: fs.rootIds,
       plugins: {
-        loaded: plugins.records.filter((r) => r.status === "verified").map((r) => r.id),
-        refused: plugins.records.filter((r) => r.status !== "verified").map((r) => r.id),
+        loaded: checked.records.filter((r) => r.status === "verified").map((r) => r.id),
+        refused: checked.records.filter((r) => r.status !== "verified").map((r) => r.id),
       },
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
       register: {
@@ -304,7 +346,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli", plugins.records, spawner, confinement.state),
+    host: hostFacts(catalog, fs, "cli", () => plugins.records, spawner, confinement.state),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
     policy,
@@ -328,6 +370,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** Set once the server answers: a failure after that ends the process, which stdin would keep alive. */
+let serving = false;
 const { args } = await initPlatform();
 main(args).then(
   (code) => {
@@ -341,5 +385,6 @@ main(args).then(
     else platform().writeStderr(`warden: ${messageOf(error)}\n`);
     if (!(error instanceof WardenError)) platform().writeStderr(`${(error as Error)?.stack ?? ""}\n`);
     platform().setExitCode(error instanceof WardenError ? 2 : 70);
+    if (serving) void platform().flushStdout().finally(() => platform().exit(error instanceof WardenError ? 2 : 70));
   },
 );

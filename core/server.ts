@@ -1,7 +1,7 @@
 // The MCP server over stdio. This is the only module that imports
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Ledger } from "./ledger.ts";
 import { governedCall, type Policy } from "./policy.ts";
 import { type Catalog, refusedToolProblem } from "./catalog.ts";
@@ -26,12 +26,21 @@ export interface ServeOptions {
   readonly ledger: Ledger;
   /** Host facts without the protocol version, which initialize decides. */
   readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
+  /**
+   * Start-up work that may wait until the server has answered (plugin checks that cannot change the catalog, see
+   * core/main.ts), started once: when the first initialize answer is written, at the first tools/call, or
+   * DEFERRED_START_MS after the server listens, whichever comes first. A tools/call waits for it, as tools and the
+   * unknown-tool message read `host.extensions`, which it fills in.
+   */
+  readonly deferred?: () => Promise<void>;
   /** Stops what the server started (plugin children) before the process ends. */
   readonly shutdown: () => Promise<void>;
 }
 
 type Params = Record<string, unknown> | undefined;
 
+/** When deferred start-up work starts if no initialize came to be answered first. */
+const DEFERRED_START_MS = 100;
 /** How long calls still running at the end of input get to finish before they are cancelled. */
 export const END_OF_INPUT_DRAIN_MS = 2000;
 /** After the drain's cancellation, how long answers get to go out before the rest are given up. */
@@ -148,13 +157,30 @@ export async function serve(options: ServeOptions): Promise<void> {
   let protocolVersion: string | null = null;
   let clientLogLevel = CLIENT_LOG_LEVELS.indexOf("info");
 
+  const facts = options.host;
   const host: HostFacts = Object.freeze({
-    ...options.host,
+    ...facts,
     transport: "stdio" as const,
     get protocolVersion() {
       return protocolVersion;
     },
+    // Read when asked, not copied: they may be filled in after initialize (options.pending).
+    get extensions() {
+      return facts.extensions;
+    },
   });
+  // Started once; null once done, so that a call pays nothing for it after.
+  let pending: Promise<void> | null = null;
+  let startDeferred = options.deferred
+    ? () => {
+      startDeferred = undefined;
+      clearTimeout(deferredTimer);
+      const running = options.deferred!();
+      pending = running.then(() => void (pending = null));
+      pending.catch(() => {}); // its failure ends the process (core/main.ts)
+    }
+    : undefined;
+  const deferredTimer = startDeferred ? setTimeout(() => startDeferred?.(), DEFERRED_START_MS) : undefined;
 
   const server = new Server(
     { name: options.name, version: options.version },
@@ -169,14 +195,6 @@ export async function serve(options: ServeOptions): Promise<void> {
       },
     },
   );
-
-  // The SDK negotiates the version; we only remember what it agreed.
-  const initialize = server["_oninitialize"].bind(server);
-  server.setRequestHandler(InitializeRequestSchema, async (request) => {
-    const result = await initialize(request);
-    protocolVersion = result.protocolVersion;
-    return result;
-  });
 
   // tools/* and logging/setLevel are answered here, with warden's own
   // validation, instead of the SDK's per-request zod parsing of requests and results.
@@ -193,6 +211,8 @@ export async function serve(options: ServeOptions): Promise<void> {
         return catalog.listResult as unknown as Record<string, unknown>;
       }
       case "tools/call": {
+        startDeferred?.();
+        if (pending) await pending;
         const name = params?.name;
         if (typeof name !== "string") {
           throw invalidParams("Invalid tools/call: params.name must be the tool name as a string");
@@ -279,6 +299,20 @@ export async function serve(options: ServeOptions): Promise<void> {
 
   const transport = new StdioTransport();
   transport.preserialize(catalog.listResult, JSON.stringify(catalog.listResult));
+  // The SDK negotiates the version and the SDK 1.x Server has no public getter for it: it is read from the
+  // initialize answer as that goes out (the ids of initialize requests are noted as they come in, below).
+  const initializing = new Set<RequestId>();
+  const send = transport.send.bind(transport);
+  transport.send = (message) => {
+    if (initializing.size > 0 && isId(message.id) && !("method" in message) && initializing.delete(message.id)) {
+      const version = (message.result as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+      if (typeof version === "string") protocolVersion = version;
+      const sent = send(message);
+      startDeferred?.();
+      return sent;
+    }
+    return send(message);
+  };
   // The ledger hashes each row (the next row's `prev`) after the response is out.
   transport.onsent = () => options.ledger.settle();
   transport.onerror = (error) => log("warn", "transport_error", { error: error.message });
@@ -342,6 +376,7 @@ export async function serve(options: ServeOptions): Promise<void> {
         const { task: _task, ...rest } = params;
         message = { ...message, params: rest };
       }
+      if (message.method === "initialize") initializing.add(id);
       const before = running.get(id);
       sdkOnMessage(message);
       if (transport.waiting(id) && running.get(id) === before) {
