@@ -225,8 +225,12 @@ async function main(argv: readonly string[]): Promise<number> {
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
   if (command === "serve") {
-    // Before the roots are opened: under deno, a root it does not let warden read looks like a missing one.
-    const missing = denoMissing({ read: config.roots.map((root) => root.path), write: [config.ledgerDir] });
+    // Before the roots and plugins are read: under deno, a root it does not let warden read looks like a missing one,
+    // and a plugins directory it does not let warden list is an error that would not name the fix.
+    const missing = denoMissing({
+      read: [...config.roots.map((root) => root.path), config.pluginsDir],
+      write: [config.ledgerDir],
+    });
     if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
   }
   const [fs, withPlugins] = await Promise.all([
