@@ -284,7 +284,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (args.length > 0) {
       throw new WardenError("config_invalid", `Unexpected argument "${args[0]}" for "warden serve": run "warden help"`);
     }
-    const { serve } = await import("./server.ts").catch((error) => {
+    const { serve } = await import("./transport/server.ts").catch((error) => {
       // Under deno the SDK comes from dist/vendor/, which npm install builds.
       throw new WardenError(
         "config_invalid",

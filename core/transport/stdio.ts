@@ -3,9 +3,9 @@
 // -32600 instead of dropping them, it keeps count of the requests it read and
 // answers each one exactly once, and it writes results that were serialized
 // once (the frozen catalog) without serializing them again.
-import { concatBytes } from "./bytes.ts";
-import { received } from "./errors.ts";
-import { platform } from "./platform/mod.ts";
+import { concatBytes } from "../bytes.ts";
+import { received } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
 
 /** A JSON-RPC 2.0 message as it travels; shape checked, contents not. */
 export type JsonRpcMessage = Record<string, unknown>;

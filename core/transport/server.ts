@@ -2,17 +2,17 @@
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { Ledger } from "./ledger.ts";
-import { governedCall, type Policy } from "./policy.ts";
-import { type Catalog, refusedToolProblem } from "./catalog.ts";
-import { resultJson, stopCalls } from "./call.ts";
-import { problem, received } from "./errors.ts";
-import { log } from "./log.ts";
-import { platform } from "./platform/mod.ts";
-import type { RootFs } from "./roots.ts";
-import type { Spawner } from "./spawn.ts";
+import type { Ledger } from "../ledger.ts";
+import { governedCall, type Policy } from "../policy.ts";
+import { type Catalog, refusedToolProblem } from "../catalog.ts";
+import { resultJson, stopCalls } from "../call.ts";
+import { problem, received } from "../errors.ts";
+import { log } from "../log.ts";
+import { platform } from "../platform/mod.ts";
+import type { RootFs } from "../roots.ts";
+import type { Spawner } from "../spawn.ts";
 import { isId, type JsonRpcMessage, type RequestId, StdioTransport } from "./stdio.ts";
-import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "./tool.ts";
+import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {
