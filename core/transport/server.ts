@@ -11,7 +11,7 @@ import { log } from "../log.ts";
 import { platform } from "../platform/mod.ts";
 import type { RootFs } from "../roots.ts";
 import type { Spawner } from "../spawn.ts";
-import { isId, type JsonRpcMessage, type RequestId, StdioTransport } from "./stdio.ts";
+import { isId, type JsonRpcMessage, type RequestId, SerializedResult, StdioTransport } from "./stdio.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
@@ -196,6 +196,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
   );
 
+  const listResult = new SerializedResult(JSON.stringify(catalog.listResult));
   // tools/* and logging/setLevel are answered here, with warden's own
   // validation, instead of the SDK's per-request zod parsing of requests and results.
   server.removeRequestHandler("logging/setLevel");
@@ -208,7 +209,7 @@ export async function serve(options: ServeOptions): Promise<void> {
             `Invalid cursor ${JSON.stringify(params.cursor)}: the catalog has one page; omit the cursor`,
           );
         }
-        return catalog.listResult as unknown as Record<string, unknown>;
+        return listResult as unknown as Record<string, unknown>;
       }
       case "tools/call": {
         startDeferred?.();
@@ -260,8 +261,8 @@ export async function serve(options: ServeOptions): Promise<void> {
         });
         if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
         const json = resultJson(result);
-        if (json !== undefined) transport.preserialize(result, json);
-        return result as unknown as Record<string, unknown>;
+        // The SDK hands the handler's value to the transport's send untouched.
+        return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
       }
       case "logging/setLevel": {
         const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);
@@ -298,7 +299,6 @@ export async function serve(options: ServeOptions): Promise<void> {
   if (!(running instanceof Map)) throw new Error("The MCP SDK no longer tracks running requests as warden expects");
 
   const transport = new StdioTransport();
-  transport.preserialize(catalog.listResult, JSON.stringify(catalog.listResult));
   // The SDK negotiates the version and the SDK 1.x Server has no public getter for it: it is read from the
   // initialize answer as that goes out (the ids of initialize requests are noted as they come in, below).
   const initializing = new Set<RequestId>();
