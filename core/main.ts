@@ -191,7 +191,7 @@ async function namesNoKey(file: string): Promise<boolean> {
  * Whether the server may answer before its plugins are checked: when no key is trusted, no plugin can be verified,
  * so none adds a tool and the catalog (and its digest) is the built-ins' whichever way the checks go. Only when
  * nothing they read can fail the start either: no --strict-plugins, trust files that name no key, no lock file.
- * Then the checks (signatures, manifests: ~15 ms of a start) run after the initialize answer, and a tools/call
+ * Then the checks (signatures, manifests, node:crypto) run after the initialize answer, and a tools/call
  * waits for them, as extension_list and an unknown tool's message read their records.
  */
 async function checksCanWait(config: Config): Promise<boolean> {

@@ -40,8 +40,8 @@ import type {
   SpawnOptions,
 } from "./types.ts";
 
-// Loaded on first use, not at startup: node:child_process (~6 ms of CPU to load on node 20) for the first program
-// or plugin child, node:dns/promises for the first fetch. A server that runs neither never pays for them.
+// Loaded on first use, not at startup: node:child_process for the first program or plugin child, node:dns/promises
+// for the first fetch. A server that runs neither never pays for them (scripts/bench/README.md).
 const load = createRequire(import.meta.url);
 let childProcess: typeof import("node:child_process") | undefined;
 const children = () => childProcess ??= load("node:child_process") as typeof import("node:child_process");
@@ -59,7 +59,7 @@ function toStat(info: import("node:fs").Stats): FileStat {
 
 // Synchronous on purpose: each async fs call hands work to libuv's thread pool and back, and a file read took four
 // (open, fstat, read, close). Profiled on a 3,200-file build, those hand-offs cost the main thread more than the
-// reads: ~40 µs each, against a few µs for the same call made synchronously. Synchronous is safe only because
+// reads, each ten times the same call made synchronously. Synchronous is safe only because
 // nothing here can block: O_NONBLOCK makes opening a FIFO return at once, and the type is checked on the handle.
 // O_NOCTTY: a terminal device opened by a session leader would otherwise become its controlling terminal.
 const NO_WAIT = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
