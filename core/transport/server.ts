@@ -281,7 +281,7 @@ export async function serve(options: ServeOptions): Promise<void> {
 
   // The SDK parses the requests it answers itself (initialize, ping) and
   // answers a bad one with -32603 and a dump of zod issues: name the field, with -32602.
-  const handlers = server["_requestHandlers"] as Map<string, SdkRequestHandler>;
+  const { handlers, running, cancelled } = sdkInternals(server);
   for (const [method, handler] of handlers) {
     handlers.set(method, async (request, extra) => {
       try {
@@ -294,9 +294,6 @@ export async function serve(options: ServeOptions): Promise<void> {
       }
     });
   }
-  // The SDK's map of the requests it is running, by id: a request it did not put there, it dropped.
-  const running = server["_requestHandlerAbortControllers"] as Map<RequestId, AbortController>;
-  if (!(running instanceof Map)) throw new Error("The MCP SDK no longer tracks running requests as warden expects");
 
   const transport = new StdioTransport();
   // The SDK negotiates the version and the SDK 1.x Server has no public getter for it: it is read from the
@@ -319,13 +316,9 @@ export async function serve(options: ServeOptions): Promise<void> {
   // The SDK quotes whole messages in its errors: a log line stays readable (and small) all the same.
   server.onerror = (error) => log("warn", "protocol_error", { error: error.message.slice(0, 500) });
   // MCP: a request the client cancelled gets no answer, so the transport stops waiting for one.
-  const sdk = server as unknown as { _oncancel(notification: { params: { requestId?: RequestId } }): unknown };
-  const oncancel = sdk._oncancel.bind(server);
-  sdk._oncancel = (notification) => {
-    const id = notification.params.requestId;
-    if (id !== undefined && running.has(id)) transport.forget(id);
-    return oncancel(notification);
-  };
+  cancelled((id) => {
+    if (running.has(id)) transport.forget(id);
+  });
   server.onclose = () => {
     log("info", "stopped", { reason: "stdin closed" });
     // Whatever hangs below (a plugin child, a reader that stopped reading), the process ends.
@@ -392,3 +385,50 @@ export async function serve(options: ServeOptions): Promise<void> {
 
 /** A request handler as the SDK stores it. */
 type SdkRequestHandler = (request: JsonRpcMessage, extra: unknown) => Promise<unknown>;
+
+/** The SDK Server's private members warden uses, checked where they are read. */
+export interface SdkInternals {
+  /** Its request handlers by method, its own (initialize, ping) included: warden wraps them to name bad params. */
+  readonly handlers: Map<string, SdkRequestHandler>;
+  /** The requests it is running, by id: a request it did not put there, it dropped (and warden answers it). */
+  readonly running: Map<RequestId, AbortController>;
+  /** Calls `onCancel` with the id of each notifications/cancelled, before the SDK handles it. */
+  cancelled(onCancel: (id: RequestId) => void): void;
+}
+
+/**
+ * The one place warden reaches into the SDK 1.x Server: it has no public way to wrap its own handlers, to see
+ * which requests it took, or to hear of a cancellation before it drops the answer. Each member is checked, so that
+ * an SDK that renamed one fails the start (and test/sdk_internals.test.ts) with this message instead of
+ * misbehaving; a move to SDK 2 replaces this function.
+ */
+export function sdkInternals(server: Server): SdkInternals {
+  const sdk = server as unknown as {
+    _requestHandlers?: unknown;
+    _requestHandlerAbortControllers?: unknown;
+    _oncancel?: unknown;
+  };
+  const missing = [
+    ...(sdk._requestHandlers instanceof Map ? [] : ["_requestHandlers"]),
+    ...(sdk._requestHandlerAbortControllers instanceof Map ? [] : ["_requestHandlerAbortControllers"]),
+    ...(typeof sdk._oncancel === "function" ? [] : ["_oncancel"]),
+  ];
+  if (missing.length > 0) {
+    throw new Error(
+      `The MCP SDK's Server no longer has ${missing.join(", ")} as warden expects: use @modelcontextprotocol/sdk 1.32`,
+    );
+  }
+  type OnCancel = (notification: { params: { requestId?: RequestId } }) => unknown;
+  return {
+    handlers: sdk._requestHandlers as Map<string, SdkRequestHandler>,
+    running: sdk._requestHandlerAbortControllers as Map<RequestId, AbortController>,
+    cancelled(onCancel) {
+      const original = (sdk._oncancel as OnCancel).bind(server);
+      sdk._oncancel = ((notification) => {
+        const id = notification.params.requestId;
+        if (id !== undefined) onCancel(id);
+        return original(notification);
+      }) as OnCancel;
+    },
+  };
+}
