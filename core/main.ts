@@ -319,7 +319,7 @@ async function main(argv: readonly string[]): Promise<number> {
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
       shutdown: () => ledger.seal().finally(() => checked.stop()),
     });
-    serving = true;
+    answering = true;
     // Said once the plugins are checked: it lists them.
     await allChecked;
     const [commandPath, ...commandArgs] = serverArgv(
@@ -375,7 +375,7 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 /** Set once the server answers: a failure after that ends the process, which stdin would keep alive. */
-let serving = false;
+let answering = false;
 const { args } = await initPlatform();
 main(args).then(
   (code) => {
@@ -389,6 +389,6 @@ main(args).then(
     else platform().writeStderr(`warden: ${messageOf(error)}\n`);
     if (!(error instanceof WardenError)) platform().writeStderr(`${(error as Error)?.stack ?? ""}\n`);
     platform().setExitCode(error instanceof WardenError ? 2 : 70);
-    if (serving) void platform().flushStdout().finally(() => platform().exit(error instanceof WardenError ? 2 : 70));
+    if (answering) void platform().flushStdout().finally(() => platform().exit(error instanceof WardenError ? 2 : 70));
   },
 );
