@@ -179,9 +179,18 @@ function hostFacts(
   });
 }
 
+/** Whether nothing is at `file`; false when that cannot be told (a permission refused: the checks say why). */
+function absent(file: string): boolean {
+  try {
+    return platform().fs.lstatSync(file) === null;
+  } catch {
+    return false;
+  }
+}
+
 /** True when `file` is missing or holds no line but blanks and comments: it names no key. */
 async function namesNoKey(file: string): Promise<boolean> {
-  if (platform().fs.lstatSync(file) === null) return true;
+  if (absent(file)) return true;
   // Unreadable or large: the checks say why, at startup.
   const text = await platform().fs.readTextFile(file, 64 * 1024).catch(() => null);
   return text !== null && !/^[ \t]*[^#\s]/m.test(text);
@@ -195,7 +204,7 @@ async function namesNoKey(file: string): Promise<boolean> {
  * waits for them, as extension_list and an unknown tool's message read their records.
  */
 async function checksCanWait(config: Config): Promise<boolean> {
-  return !config.strictPlugins && platform().fs.lstatSync(config.lockFile) === null &&
+  return !config.strictPlugins && absent(config.lockFile) &&
     await namesNoKey(config.allowedSignersFile) && await namesNoKey(config.revokedKeysFile);
 }
 
