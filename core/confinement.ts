@@ -152,16 +152,31 @@ export function denoPermissionFlags(needs: PermissionNeeds, cwd: string | null):
 }
 
 /**
+ * What node's permission model is given for `paths`: each as `<path>/*`, which covers the path itself and what is
+ * under it, but for paths that begin with another one as strings without being under it (`plugins` and
+ * `plugins.lock.json`, a root `/x/app` and `/x/app2`). node 20 keeps its grants in a radix tree that then loses
+ * the shorter path itself (`plugins/*` beside `plugins.lock.json` refuses to list `plugins`, so no plugin loads),
+ * and granting `plugins` beside `plugins/*` aborts node. Such a group is one grant, `<shortest>*`: it covers each of
+ * them, what is under them, and the siblings whose names begin with the shortest one's.
+ */
+export function nodeFsGrants(paths: readonly string[]): string[] {
+  const kept = outermost(paths, null);
+  return kept.flatMap((p) => {
+    if (kept.some((q) => q !== p && p.startsWith(q))) return []; // covered by `${q}*`
+    return kept.some((q) => q !== p && q.startsWith(p)) ? [`${p}*`] : [`${p}${path.sep}*`];
+  });
+}
+
+/**
  * node's permission-model flags for `needs` (`--experimental-permission` before node 22): file reads and writes
- * as listed, one flag per path (node 20 reads only the first entry of a comma-separated list) with `/*`, which
- * covers the path itself and what is under it; child processes and workers all or nothing; nothing for the
- * environment or, before node 25, the network.
+ * as listed (see nodeFsGrants), one flag per path (node 20 reads only the first entry of a comma-separated list);
+ * child processes and workers all or nothing; nothing for the environment or, before node 25, the network.
  */
 export function nodePermissionFlags(needs: PermissionNeeds, nodeMajor: number, usesWorkers: boolean): string[] {
   const flags = [
     nodeMajor >= 22 ? "--permission" : "--experimental-permission",
-    ...outermost(needs.read, null).map((p) => `--allow-fs-read=${p}${path.sep}*`),
-    ...outermost(needs.write, null).map((p) => `--allow-fs-write=${p}${path.sep}*`),
+    ...nodeFsGrants(needs.read).map((grant) => `--allow-fs-read=${grant}`),
+    ...nodeFsGrants(needs.write).map((grant) => `--allow-fs-write=${grant}`),
   ];
   if (needs.run === "all" || needs.run.length > 0) flags.push("--allow-child-process");
   if (usesWorkers) flags.push("--allow-worker");

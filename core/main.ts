@@ -8,6 +8,7 @@ import { type Config, parseConfig, SETTINGS } from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/trust/presence.ts";
+import type { LoadedPlugins } from "./plugins/sandbox/host.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./doors/roots.ts";
 import { Spawner } from "./doors/spawn.ts";
@@ -130,7 +131,7 @@ function hostFacts(
   catalog: Catalog,
   fs: RootFs,
   transport: HostFacts["transport"],
-  extensions: HostFacts["extensions"],
+  extensions: () => HostFacts["extensions"],
   spawner: Spawner,
   confinement: Confinement,
 ): HostFacts {
@@ -144,11 +145,43 @@ function hostFacts(
     catalogDigest: catalog.digest,
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
-    extensions,
+    // A getter: a server whose plugin checks run after initialize (see checksCanWait) fills them in then.
+    get extensions() {
+      return extensions();
+    },
     programs: Object.freeze(Object.fromEntries([...spawner.programs()].map(([name, found]) => [name, found !== null]))),
     gateIsolation: () => spawner.isolation(),
     confinement,
   });
+}
+
+/** Whether nothing is at `file`; false when that cannot be told (a permission refused: the checks say why). */
+function absent(file: string): boolean {
+  try {
+    return platform().fs.lstatSync(file) === null;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `file` is missing or holds no line but blanks and comments: it names no key. */
+async function namesNoKey(file: string): Promise<boolean> {
+  if (absent(file)) return true;
+  // Unreadable or large: the checks say why, at startup.
+  const text = await platform().fs.readTextFile(file, 64 * 1024).catch(() => null);
+  return text !== null && !/^[ \t]*[^#\s]/m.test(text);
+}
+
+/**
+ * Whether the server may answer before its plugins are checked: when no key is trusted, no plugin can be verified,
+ * so none adds a tool and the catalog (and its digest) is the built-ins' whichever way the checks go. Only when
+ * nothing they read can fail the start either: no --strict-plugins, trust files that name no key, no lock file.
+ * Then the checks (signatures, manifests, node:crypto) run after the initialize answer, and a tools/call
+ * waits for them, as extension_list and an unknown tool's message read their records.
+ */
+async function checksCanWait(config: Config): Promise<boolean> {
+  return !config.strictPlugins && absent(config.lockFile) &&
+    await namesNoKey(config.allowedSignersFile) && await namesNoKey(config.revokedKeysFile);
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -177,8 +210,12 @@ async function main(argv: readonly string[]): Promise<number> {
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
   if (command === "serve") {
-    // Before the roots are opened: under deno, a root it does not let warden read looks like a missing one.
-    const missing = denoMissing({ read: config.roots.map((root) => root.path), write: [config.ledgerDir] });
+    // Before the roots and plugins are read: under deno, a root it does not let warden read looks like a missing one,
+    // and a plugins directory it does not let warden list is an error that would not name the fix.
+    const missing = denoMissing({
+      read: [...config.roots.map((root) => root.path), config.pluginsDir],
+      write: [config.ledgerDir],
+    });
     if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
   }
   const [fs, withPlugins] = await Promise.all([
@@ -191,8 +228,8 @@ async function main(argv: readonly string[]): Promise<number> {
   const builtinsLoading = loadTools(dir.url, dir.extensions).then((loaded) => loaded.map(builtinEntry));
   builtinsLoading.catch(() => {});
   // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
-  const pluginsLoading = withPlugins
-    ? import("./plugins/sandbox/host.ts").then((host) =>
+  const loadPlugins = () =>
+    import("./plugins/sandbox/host.ts").then((host) =>
       host.loadPlugins(
         config,
         fs,
@@ -200,8 +237,10 @@ async function main(argv: readonly string[]): Promise<number> {
         // A shell command says a refusal where it matters (the tools it leaves out, the tool called), in a line.
         command === "serve" ? undefined : () => {},
       )
-    )
-    : Promise.resolve({ records: [], entries: [], stop: () => Promise.resolve() });
+    );
+  const none: LoadedPlugins = { records: [], entries: [], stop: () => Promise.resolve() };
+  const later = withPlugins && command === "serve" && await checksCanWait(config);
+  const pluginsLoading = withPlugins && !later ? loadPlugins() : Promise.resolve(none);
   const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
   const catalog = await buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
@@ -230,14 +269,17 @@ async function main(argv: readonly string[]): Promise<number> {
     if (args.length > 0) {
       throw new WardenError("config_invalid", `Unexpected argument "${args[0]}" for "warden serve": run "warden help"`);
     }
-    const { serve } = await import("./server.ts").catch((error) => {
+    const { serve } = await import("./transport/server.ts").catch((error) => {
       // Under deno the SDK comes from dist/vendor/, which npm install builds.
       throw new WardenError(
         "config_invalid",
         `Cannot load the MCP server module (${messageOf(error).split("\n")[0]}); run "npm install" first`,
       );
     });
-    const facts = hostFacts(catalog, fs, "stdio", plugins.records, spawner, confinement.state);
+    let checked = plugins;
+    let settled: [() => void, (error: unknown) => void] = [() => {}, () => {}];
+    const allChecked = later ? new Promise<void>((...both) => settled = both) : Promise.resolve();
+    const facts = hostFacts(catalog, fs, "stdio", () => checked.records, spawner, confinement.state);
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -248,10 +290,23 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
+      deferred: later
+        ? () =>
+          loadPlugins().then((loaded) => {
+            checked = loaded;
+            settled[0]();
+          }, (error) => {
+            settled[1](error);
+            throw error;
+          })
+        : undefined,
       // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
-      shutdown: () => ledger.seal().finally(plugins.stop),
+      shutdown: () => ledger.seal().finally(() => checked.stop()),
     });
+    answering = true;
+    // Said once the plugins are checked: it lists them.
+    await allChecked;
     const [commandPath, ...commandArgs] = serverArgv(
       install,
       config,
@@ -266,8 +321,8 @@ async function main(argv: readonly string[]): Promise<number> {
       catalog: catalog.digest,
       roots: fs.rootIds,
       plugins: {
-        loaded: plugins.records.filter((r) => r.status === "verified").map((r) => r.id),
-        refused: plugins.records.filter((r) => r.status !== "verified").map((r) => r.id),
+        loaded: checked.records.filter((r) => r.status === "verified").map((r) => r.id),
+        refused: checked.records.filter((r) => r.status !== "verified").map((r) => r.id),
       },
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
       register: {
@@ -280,7 +335,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli", plugins.records, spawner, confinement.state),
+    host: hostFacts(catalog, fs, "cli", () => plugins.records, spawner, confinement.state),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
     policy,
@@ -304,6 +359,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** Set once the server answers: a failure after that ends the process, which stdin would keep alive. */
+let answering = false;
 const { args } = await initPlatform();
 main(args).then(
   (code) => {
@@ -317,5 +374,6 @@ main(args).then(
     else platform().writeStderr(`warden: ${messageOf(error)}\n`);
     if (!(error instanceof WardenError)) platform().writeStderr(`${(error as Error)?.stack ?? ""}\n`);
     platform().setExitCode(error instanceof WardenError ? 2 : 70);
+    if (answering) void platform().flushStdout().finally(() => platform().exit(error instanceof WardenError ? 2 : 70));
   },
 );

@@ -142,14 +142,14 @@ const toolFiles = sourceFiles("tools");
 
 describe(`architecture (${runtimeName})`, () => {
   it("has source files to check", () => {
-    assert.ok(coreFiles.includes("core/server.ts") && toolFiles.includes("tools/tech_debt_check.ts"));
+    assert.ok(coreFiles.includes("core/transport/server.ts") && toolFiles.includes("tools/tech_debt_check.ts"));
   });
 
-  it("imports @modelcontextprotocol/sdk from core/server.ts only", () => {
+  it("imports @modelcontextprotocol/sdk from core/transport/server.ts only", () => {
     const importers = [...coreFiles, ...toolFiles].filter((file) =>
       importsOf(file).some((spec) => spec.startsWith("@modelcontextprotocol/"))
     );
-    assert.deepEqual(importers, ["core/server.ts"]);
+    assert.deepEqual(importers, ["core/transport/server.ts"]);
   });
 
   it("keeps tools away from the file system, processes, the network and the runtime", () => {

@@ -123,4 +123,27 @@ describe(`confinement flags (${runtimeName})`, () => {
     const plugins = nodePermissionFlags(permissionNeeds({ ...base, pluginDeno: "/x/deno" }), 20, false);
     assert.ok(plugins.includes("--allow-child-process") && !plugins.includes("--allow-worker"));
   });
+
+  it("node's model: paths that begin with another as strings are one wildcard, which node 20 keeps", () => {
+    const needs = permissionNeeds({
+      ...base,
+      fromSource: false,
+      roots: new Map([["app", ["/x/app"]], ["app2", ["/x/app2"]], ["lib", ["/x/lib"]]]),
+      trustFiles: ["/opt/warden/trust/allowed_signers", "/opt/warden/plugins.lock.json"],
+      writeRoots: ["app", "app2"],
+    });
+    const flags = nodePermissionFlags(needs, 20, true);
+    const reads = flags.filter((f) => f.startsWith("--allow-fs-read=")).map((f) => f.slice("--allow-fs-read=".length));
+    const writes = flags.filter((f) => f.startsWith("--allow-fs-write=")).map((f) => f.slice(17));
+    assert.ok(reads.includes("/opt/warden/plugins*") && reads.includes("/x/app*"), reads.join(" "));
+    assert.ok(reads.includes("/x/lib/*") && reads.includes("/opt/warden/dist/*"), "the others keep /*");
+    assert.ok(writes.includes("/x/app*"), writes.join(" "));
+    // The class: no granted path begins with another (node 20 would refuse the shorter one itself).
+    for (const grants of [reads, writes]) {
+      const bare = grants.map((g) => g.replace(/\/?\*$/, ""));
+      for (const a of bare) {
+        for (const b of bare) assert.ok(a === b || !b.startsWith(a), `${a} and ${b} in ${grants.join(" ")}`);
+      }
+    }
+  });
 });

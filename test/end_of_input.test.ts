@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { fixtureToolsDir, initializeMessage, type RawSession, runtimeName, startRaw } from "./helpers.ts";
 
-/** core/server.ts END_OF_INPUT_DRAIN_MS; imported it would pull the SDK's server into the test under node. */
+/** core/transport/server.ts END_OF_INPUT_DRAIN_MS; imported it would pull the SDK's server into the test under node. */
 const DRAIN_MS = 2000;
 
 const env = { WARDEN_TOOLS_DIR: fixtureToolsDir };

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { connect, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
+import { connect, eventually, repoRoot, runtimeName, runWarden, tempDir } from "./helpers.ts";
 
 const TRUST = path.join(repoRoot, "test/fixtures/trust");
 const FINGERPRINT = "SHA256:U5TnVnq0X/MHWlo45Gyto+XsgifUYXqQEF5OjOhukTE";
@@ -251,6 +251,8 @@ describe(`the example plugin out of the box teaches without nagging (${runtimeNa
   it("keeps the structured plugin_refused line, with its fix, in the server's log", async () => {
     const session = await connect({ env });
     try {
+      // No key is trusted, so the checks run after the initialize answer (core/main.ts).
+      assert.ok(await eventually(() => session.stderr().includes('"event":"plugin_refused"')), session.stderr());
       const refused = session.stderr().split("\n").filter(Boolean).map((l) => JSON.parse(l))
         .find((l) => l.event === "plugin_refused");
       assert.equal(refused?.plugin, "licenses");

@@ -162,7 +162,7 @@ function kindOf(info: DenoFileInfo): string {
 
 // Synchronous on purpose, as on node (see node.ts): each async op is a round trip through the runtime's thread pool,
 // and a file read took five; on a 3,200-file build the round trips cost more than the reads.
-// Deno.open has neither O_NOFOLLOW nor O_NONBLOCK (node:fs has both, but loading it costs ~40 ms): the path is
+// Deno.open has neither O_NOFOLLOW nor O_NONBLOCK (node:fs has both, but loading it costs a start): the path is
 // looked at first, and only a regular file is opened; the handle's fstat must then be that same file, so a symlink
 // swapped in between is caught. What remains is a FIFO swapped in within the microseconds between the look and the
 // open, by someone who can write inside the root: that open would wait for a writer.
@@ -352,7 +352,7 @@ export function denoPlatform(): Platform {
     readStdin(onChunk: (chunk: Uint8Array) => void, onEnd: () => void) {
       (async () => {
         // One buffer, reused: the stdio transport copies what outlives a chunk.
-        // (Deno.stdin.readable allocated per read and cost ~15% of a trivial call in GC.)
+        // (Deno.stdin.readable allocated per read, and its garbage cost a trivial call dearly.)
         const buffer = new Uint8Array(64 * 1024);
         try {
           for (;;) {

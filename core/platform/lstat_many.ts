@@ -1,7 +1,7 @@
 // lstat of thousands of paths on two threads. A code query that proves
 // nothing changed in a 3,200-file project makes one lstat per file: on deno
-// that is ~11 ms of system calls and permission checks, most of a warm
-// answer. Above PARALLEL_FROM paths, a helper thread takes chunks of the list
+// those system calls and permission checks are most of a warm answer
+// (scripts/bench/README.md). Above PARALLEL_FROM paths, a helper thread takes chunks of the list
 // from a shared counter while this thread does the same, both writing into a
 // shared array and flagging each chunk done. This thread never waits: a chunk
 // the helper has not finished (it is starting, or off the CPU of a busy
@@ -27,8 +27,8 @@ const PARALLEL_FROM = 1024;
 
 /**
  * lstats the helper makes of one file as it starts (its runtime's executable: any file will do), so that its code is
- * compiled before its first batch: a new thread took 10-15 µs an lstat through its first 1,600, 3-4 from its 3,000th
- * (node, this project's 2-CPU VM), and so did only a third of the first batches after a cold build.
+ * compiled before its first batch: a new thread's first lstats are several times slower than its later ones, and it
+ * did only a third of the first batches after a cold build (figures: scripts/bench/README.md).
  */
 const WARM_UP_CALLS = 3000;
 
@@ -36,7 +36,7 @@ const WARM_UP_CALLS = 3000;
  * The control block this thread and the helper share (Int32 slots). GENERATION is the batch this thread last started;
  * SERVED, the last one the helper finished (it touches a batch's arrays only in between); MAIL, messages posted and not
  * yet read. A batch on the list the helper holds, with the helper idle, is woken by Atomics.notify: a message event
- * took 2-4 ms to be delivered to a helper that had not had one in a while, most of a batch.
+ * took milliseconds to reach a helper that had not had one in a while, most of a batch.
  */
 const GENERATION = 0;
 const SERVED = 1;
@@ -50,8 +50,8 @@ export type LstatMany = (paths: readonly string[]) => Promise<Float64Array>;
  * `function lstatInto(path, out, at)`, which writes LSTAT_FIELDS numbers for
  * `path` at `out[at]` and never throws; it may use `require`. It runs on this
  * thread (with `require` given) and on the helper thread (with its own).
- * `helperStartsAside`: whether making the helper leaves this thread free (node: ~2 ms of it, while deno's worker
- * holds it ~60 ms). Then any batch starts the helper, so that it is up and compiled by the first large one: a module
+ * `helperStartsAside`: whether making the helper leaves this thread free (node's worker barely holds it, deno's holds
+ * it tens of ms). Then any batch starts the helper, so that it is up and compiled by the first large one: a module
  * graph's first batch, at the start of a cold build, is empty; the next, a second later, has a path per file.
  * Otherwise the first large batch starts it, and a project too small to have one never pays for it.
  */

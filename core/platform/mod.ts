@@ -39,7 +39,7 @@ export const DENO_RUN_FLAGS: readonly string[] = Object.freeze([
   "--allow-run",
   "--allow-write",
   "--allow-net",
-  // Deno's default young generation is large: a 3,200-file code graph peaked at 198 MB with it and 154 MB with
-  // 8 MB semi-spaces, in the same time (scripts/bench/code_intel.mjs); 4 MB saved 9 MB more but slowed warm queries.
+  // Deno's default young generation is large: 8 MB semi-spaces cut a 3,200-file code graph's peak memory by a
+  // fifth in the same time; 4 MB saved little more but slowed warm queries (scripts/bench/README.md).
   "--v8-flags=--max-semi-space-size=8",
 ]);

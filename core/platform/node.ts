@@ -1,5 +1,5 @@
 // The node adapter of Platform.
-import { type ChildProcessWithoutNullStreams, execFile, spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import {
   closeSync,
   constants,
@@ -13,7 +13,6 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { lookup } from "node:dns/promises";
 import { tmpdir } from "node:os";
 import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -34,6 +33,13 @@ import type {
   SpawnOptions,
 } from "./types.ts";
 
+// Loaded on first use, not at startup: node:child_process for the first program or plugin child, node:dns/promises
+// for the first fetch. A server that runs neither never pays for them (scripts/bench/README.md).
+const load = createRequire(import.meta.url);
+let childProcess: typeof import("node:child_process") | undefined;
+const children = () => childProcess ??= load("node:child_process") as typeof import("node:child_process");
+const dns = () => load("node:dns/promises") as typeof import("node:dns/promises");
+
 function toStat(info: import("node:fs").Stats): FileStat {
   return {
     isFile: info.isFile(),
@@ -46,7 +52,7 @@ function toStat(info: import("node:fs").Stats): FileStat {
 
 // Synchronous on purpose: each async fs call hands work to libuv's thread pool and back, and a file read took four
 // (open, fstat, read, close). Profiled on a 3,200-file build, those hand-offs cost the main thread more than the
-// reads: ~40 µs each, against a few µs for the same call made synchronously. Synchronous is safe only because
+// reads, each ten times the same call made synchronously. Synchronous is safe only because
 // nothing here can block: O_NONBLOCK makes opening a FIFO return at once, and the type is checked on the handle.
 // O_NOCTTY: a terminal device opened by a session leader would otherwise become its controlling terminal.
 const NO_WAIT = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
@@ -212,7 +218,7 @@ function spawnProcess(
   return new Promise((resolve, reject) => {
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawn(command, [...args], {
+      child = children().spawn(command, [...args], {
         env: { ...options.env },
         cwd: options.cwd,
         detached: options.newProcessGroup,
@@ -414,7 +420,8 @@ export function nodePlatform(): Platform {
     }),
     spawnProcess,
     denoExecutable,
-    resolveHost: async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
+    resolveHost: async (host: string) =>
+      (await dns().lookup(host, { all: true, verbatim: true })).map((a) => a.address),
     processCpuMs(pid: number, reader: string | null) {
       const file = procStatFile(pid);
       if (file === null) return Promise.resolve(null);
@@ -428,7 +435,7 @@ export function nodePlatform(): Platform {
       }
       if (reader === null) return Promise.resolve(null);
       return new Promise<number | null>((resolve) => {
-        execFile(reader, [file], { env: {}, encoding: "latin1" }, (error, stdout) => {
+        children().execFile(reader, [file], { env: {}, encoding: "latin1" }, (error, stdout) => {
           resolve(error ? null : cpuMsOfStat(stdout));
         });
       });

@@ -1,7 +1,7 @@
 // The one interface behind which node and deno differ. Everything in core/
 // that touches the process, stdio or the file system goes through it, so the
-// deno host never loads node's compatibility layer at startup (measured: the
-// node:fs and node:process polyfills cost deno ~40 ms of a ~60 ms start).
+// deno host never loads node's compatibility layer at startup (its node:fs and
+// node:process polyfills cost deno most of a start: scripts/bench/README.md).
 import type { LstatMany } from "./lstat_many.ts";
 
 /** Which JavaScript runtime is executing warden. */

@@ -75,7 +75,7 @@ function countingLedger(dir: string): { ledger: Ledger; counts: { appends: numbe
 
 if (mode === "serve") {
   const [ledgerDir] = rest;
-  const { serve } = await import("../../core/server.ts");
+  const { serve } = await import("../../core/transport/server.ts");
   // `cpu` reports the server's own CPU time, so that a pass can be measured in it as well as in wall time.
   const cpuTool = builtinEntry({
     file: "cpu.ts",

@@ -1,11 +1,11 @@
 // Newline-delimited JSON-RPC over stdin/stdout. Unlike the SDK's transport it
 // answers a line that is not JSON with -32700 and a malformed message with
 // -32600 instead of dropping them, it keeps count of the requests it read and
-// answers each one exactly once, and it writes results that were serialized
-// once (the frozen catalog) without serializing them again.
-import { concatBytes } from "./bytes.ts";
-import { received } from "./errors.ts";
-import { platform } from "./platform/mod.ts";
+// answers each one exactly once, and it writes a SerializedResult's text as is
+// (the frozen catalog is serialized once) without serializing it again.
+import { concatBytes } from "../bytes.ts";
+import { received } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
 
 /** A JSON-RPC 2.0 message as it travels; shape checked, contents not. */
 export type JsonRpcMessage = Record<string, unknown>;
@@ -22,6 +22,18 @@ export const MAX_DEPTH = 128;
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const INTERNAL_ERROR = -32603;
+
+/**
+ * A result whose JSON text is made already (the frozen catalog's tools/list, a tool's answer whose text content is
+ * its structured content): a handler returns it in place of the value, and the transport writes that text as is
+ * instead of serializing the value again. Should anything else serialize it, toJSON gives the value back.
+ */
+export class SerializedResult {
+  constructor(readonly json: string) {}
+  toJSON(): unknown {
+    return JSON.parse(this.json);
+  }
+}
 
 /** A JSON-RPC request id as JSON can carry it (JSON has no NaN or Infinity). */
 export type RequestId = string | number;
@@ -93,7 +105,6 @@ export class StdioTransport {
    */
   onend?: () => void;
 
-  readonly #preserialized = new WeakMap<object, string>();
   /** Requests read and not answered yet, by id: each gets exactly one answer. */
   readonly #inFlight = new Map<string, RequestId>();
   #idleWaiters: (() => void)[] = [];
@@ -103,11 +114,6 @@ export class StdioTransport {
   #ended = false;
   #closed = false;
   readonly #decoder = new TextDecoder();
-
-  /** Registers the one JSON text of a result that no longer changes, sent as is whenever that result is. */
-  preserialize(result: object, json: string): void {
-    this.#preserialized.set(result, json);
-  }
 
   start(): Promise<void> {
     platform().readStdin((chunk) => this.#read(chunk), () => this.#end());
@@ -262,7 +268,7 @@ export class StdioTransport {
 
   #write(message: JsonRpcMessage): void {
     const result = message.result;
-    const cached = typeof result === "object" && result !== null ? this.#preserialized.get(result) : undefined;
+    const cached = result instanceof SerializedResult ? result.json : undefined;
     let line: string;
     try {
       line = cached === undefined

@@ -1,20 +1,20 @@
 // The MCP server over stdio. This is the only module that imports
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { Ledger } from "./governance/ledger.ts";
-import { governedCall } from "./governance/governed_call.ts";
-import type { Policy } from "./governance/policy.ts";
-import { type Catalog, refusedToolProblem } from "./catalog.ts";
-import { stopCalls } from "./call/run.ts";
-import { resultJson } from "./call/result.ts";
-import { problem, received } from "./errors.ts";
-import { log } from "./log.ts";
-import { platform } from "./platform/mod.ts";
-import type { RootFs } from "./doors/roots.ts";
-import type { Spawner } from "./doors/spawn.ts";
-import { isId, type JsonRpcMessage, type RequestId, StdioTransport } from "./stdio.ts";
-import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "./tool.ts";
+import { ErrorCode, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { Ledger } from "../governance/ledger.ts";
+import { governedCall } from "../governance/governed_call.ts";
+import type { Policy } from "../governance/policy.ts";
+import { type Catalog, refusedToolProblem } from "../catalog.ts";
+import { stopCalls } from "../call/run.ts";
+import { resultJson } from "../call/result.ts";
+import { problem, received } from "../errors.ts";
+import { log } from "../log.ts";
+import { platform } from "../platform/mod.ts";
+import type { RootFs } from "../doors/roots.ts";
+import type { Spawner } from "../doors/spawn.ts";
+import { isId, type JsonRpcMessage, type RequestId, SerializedResult, StdioTransport } from "./stdio.ts";
+import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {
@@ -28,12 +28,21 @@ export interface ServeOptions {
   readonly ledger: Ledger;
   /** Host facts without the protocol version, which initialize decides. */
   readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
+  /**
+   * Start-up work that may wait until the server has answered (plugin checks that cannot change the catalog, see
+   * core/main.ts), started once: when the first initialize answer is written, at the first tools/call, or
+   * DEFERRED_START_MS after the server listens, whichever comes first. A tools/call waits for it, as tools and the
+   * unknown-tool message read `host.extensions`, which it fills in.
+   */
+  readonly deferred?: () => Promise<void>;
   /** Stops what the server started (plugin children) before the process ends. */
   readonly shutdown: () => Promise<void>;
 }
 
 type Params = Record<string, unknown> | undefined;
 
+/** When deferred start-up work starts if no initialize came to be answered first. */
+const DEFERRED_START_MS = 100;
 /** How long calls still running at the end of input get to finish before they are cancelled. */
 export const END_OF_INPUT_DRAIN_MS = 2000;
 /** After the drain's cancellation, how long answers get to go out before the rest are given up. */
@@ -150,13 +159,30 @@ export async function serve(options: ServeOptions): Promise<void> {
   let protocolVersion: string | null = null;
   let clientLogLevel = CLIENT_LOG_LEVELS.indexOf("info");
 
+  const facts = options.host;
   const host: HostFacts = Object.freeze({
-    ...options.host,
+    ...facts,
     transport: "stdio" as const,
     get protocolVersion() {
       return protocolVersion;
     },
+    // Read when asked, not copied: they may be filled in after initialize (options.pending).
+    get extensions() {
+      return facts.extensions;
+    },
   });
+  // Started once; null once done, so that a call pays nothing for it after.
+  let pending: Promise<void> | null = null;
+  let startDeferred = options.deferred
+    ? () => {
+      startDeferred = undefined;
+      clearTimeout(deferredTimer);
+      const running = options.deferred!();
+      pending = running.then(() => void (pending = null));
+      pending.catch(() => {}); // its failure ends the process (core/main.ts)
+    }
+    : undefined;
+  const deferredTimer = startDeferred ? setTimeout(() => startDeferred?.(), DEFERRED_START_MS) : undefined;
 
   const server = new Server(
     { name: options.name, version: options.version },
@@ -172,14 +198,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     },
   );
 
-  // The SDK negotiates the version; we only remember what it agreed.
-  const initialize = server["_oninitialize"].bind(server);
-  server.setRequestHandler(InitializeRequestSchema, async (request) => {
-    const result = await initialize(request);
-    protocolVersion = result.protocolVersion;
-    return result;
-  });
-
+  const listResult = new SerializedResult(JSON.stringify(catalog.listResult));
   // tools/* and logging/setLevel are answered here, with warden's own
   // validation, instead of the SDK's per-request zod parsing of requests and results.
   server.removeRequestHandler("logging/setLevel");
@@ -192,9 +211,11 @@ export async function serve(options: ServeOptions): Promise<void> {
             `Invalid cursor ${JSON.stringify(params.cursor)}: the catalog has one page; omit the cursor`,
           );
         }
-        return catalog.listResult as unknown as Record<string, unknown>;
+        return listResult as unknown as Record<string, unknown>;
       }
       case "tools/call": {
+        startDeferred?.();
+        if (pending) await pending;
         const name = params?.name;
         if (typeof name !== "string") {
           throw invalidParams("Invalid tools/call: params.name must be the tool name as a string");
@@ -242,8 +263,8 @@ export async function serve(options: ServeOptions): Promise<void> {
         });
         if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
         const json = resultJson(result);
-        if (json !== undefined) transport.preserialize(result, json);
-        return result as unknown as Record<string, unknown>;
+        // The SDK hands the handler's value to the transport's send untouched.
+        return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
       }
       case "logging/setLevel": {
         const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);
@@ -262,7 +283,7 @@ export async function serve(options: ServeOptions): Promise<void> {
 
   // The SDK parses the requests it answers itself (initialize, ping) and
   // answers a bad one with -32603 and a dump of zod issues: name the field, with -32602.
-  const handlers = server["_requestHandlers"] as Map<string, SdkRequestHandler>;
+  const { handlers, running, cancelled } = sdkInternals(server);
   for (const [method, handler] of handlers) {
     handlers.set(method, async (request, extra) => {
       try {
@@ -275,25 +296,31 @@ export async function serve(options: ServeOptions): Promise<void> {
       }
     });
   }
-  // The SDK's map of the requests it is running, by id: a request it did not put there, it dropped.
-  const running = server["_requestHandlerAbortControllers"] as Map<RequestId, AbortController>;
-  if (!(running instanceof Map)) throw new Error("The MCP SDK no longer tracks running requests as warden expects");
 
   const transport = new StdioTransport();
-  transport.preserialize(catalog.listResult, JSON.stringify(catalog.listResult));
+  // The SDK negotiates the version and the SDK 1.x Server has no public getter for it: it is read from the
+  // initialize answer as that goes out (the ids of initialize requests are noted as they come in, below).
+  const initializing = new Set<RequestId>();
+  const send = transport.send.bind(transport);
+  transport.send = (message) => {
+    if (initializing.size > 0 && isId(message.id) && !("method" in message) && initializing.delete(message.id)) {
+      const version = (message.result as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+      if (typeof version === "string") protocolVersion = version;
+      const sent = send(message);
+      startDeferred?.();
+      return sent;
+    }
+    return send(message);
+  };
   // The ledger hashes each row (the next row's `prev`) after the response is out.
   transport.onsent = () => options.ledger.settle();
   transport.onerror = (error) => log("warn", "transport_error", { error: error.message });
   // The SDK quotes whole messages in its errors: a log line stays readable (and small) all the same.
   server.onerror = (error) => log("warn", "protocol_error", { error: error.message.slice(0, 500) });
   // MCP: a request the client cancelled gets no answer, so the transport stops waiting for one.
-  const sdk = server as unknown as { _oncancel(notification: { params: { requestId?: RequestId } }): unknown };
-  const oncancel = sdk._oncancel.bind(server);
-  sdk._oncancel = (notification) => {
-    const id = notification.params.requestId;
-    if (id !== undefined && running.has(id)) transport.forget(id);
-    return oncancel(notification);
-  };
+  cancelled((id) => {
+    if (running.has(id)) transport.forget(id);
+  });
   server.onclose = () => {
     log("info", "stopped", { reason: "stdin closed" });
     // Whatever hangs below (a plugin child, a reader that stopped reading), the process ends.
@@ -344,6 +371,7 @@ export async function serve(options: ServeOptions): Promise<void> {
         const { task: _task, ...rest } = params;
         message = { ...message, params: rest };
       }
+      if (message.method === "initialize") initializing.add(id);
       const before = running.get(id);
       sdkOnMessage(message);
       if (transport.waiting(id) && running.get(id) === before) {
@@ -359,3 +387,50 @@ export async function serve(options: ServeOptions): Promise<void> {
 
 /** A request handler as the SDK stores it. */
 type SdkRequestHandler = (request: JsonRpcMessage, extra: unknown) => Promise<unknown>;
+
+/** The SDK Server's private members warden uses, checked where they are read. */
+export interface SdkInternals {
+  /** Its request handlers by method, its own (initialize, ping) included: warden wraps them to name bad params. */
+  readonly handlers: Map<string, SdkRequestHandler>;
+  /** The requests it is running, by id: a request it did not put there, it dropped (and warden answers it). */
+  readonly running: Map<RequestId, AbortController>;
+  /** Calls `onCancel` with the id of each notifications/cancelled, before the SDK handles it. */
+  cancelled(onCancel: (id: RequestId) => void): void;
+}
+
+/**
+ * The one place warden reaches into the SDK 1.x Server: it has no public way to wrap its own handlers, to see
+ * which requests it took, or to hear of a cancellation before it drops the answer. Each member is checked, so that
+ * an SDK that renamed one fails the start (and test/sdk_internals.test.ts) with this message instead of
+ * misbehaving; a move to SDK 2 replaces this function.
+ */
+export function sdkInternals(server: Server): SdkInternals {
+  const sdk = server as unknown as {
+    _requestHandlers?: unknown;
+    _requestHandlerAbortControllers?: unknown;
+    _oncancel?: unknown;
+  };
+  const missing = [
+    ...(sdk._requestHandlers instanceof Map ? [] : ["_requestHandlers"]),
+    ...(sdk._requestHandlerAbortControllers instanceof Map ? [] : ["_requestHandlerAbortControllers"]),
+    ...(typeof sdk._oncancel === "function" ? [] : ["_oncancel"]),
+  ];
+  if (missing.length > 0) {
+    throw new Error(
+      `The MCP SDK's Server no longer has ${missing.join(", ")} as warden expects: use @modelcontextprotocol/sdk 1.32`,
+    );
+  }
+  type OnCancel = (notification: { params: { requestId?: RequestId } }) => unknown;
+  return {
+    handlers: sdk._requestHandlers as Map<string, SdkRequestHandler>,
+    running: sdk._requestHandlerAbortControllers as Map<RequestId, AbortController>,
+    cancelled(onCancel) {
+      const original = (sdk._oncancel as OnCancel).bind(server);
+      sdk._oncancel = ((notification) => {
+        const id = notification.params.requestId;
+        if (id !== undefined) onCancel(id);
+        return original(notification);
+      }) as OnCancel;
+    },
+  };
+}
