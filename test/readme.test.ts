@@ -2,7 +2,7 @@
 // and example tool are checked against what the code does.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { SETTINGS } from "../core/config.ts";
@@ -39,6 +39,27 @@ function tableAfter(heading: string): string[][] {
 const unquote = (cell: string) => cell.replace(/^`|`$/g, "");
 
 describe(`README (${runtimeName})`, () => {
+  it("names in its Layout only folders and files that exist, and walks a tools/call in ten steps", () => {
+    const start = readme.indexOf("\n## Layout\n");
+    const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+    const folders = [...section.matchAll(/^([a-z]+\/(?:[a-z_]+\/)*)\s/gm)].map((m) => m[1]);
+    const files = [...section.matchAll(/`((?:core|tools)\/[a-z_/]+\.ts)`/g)].map((m) => m[1]);
+    assert.ok(folders.length >= 10 && files.length >= 15, "the Layout lists the rooms and the path's files");
+    for (const named of [...folders, ...files]) {
+      assert.ok(existsSync(path.join(repoRoot, named.replace("<name>", ""))), `README's Layout names ${named}`);
+    }
+    const coreRooms = [...new Set(folders.filter((f) => f.startsWith("core/")))];
+    const onDisk = (dir: string): string[] =>
+      readdirSync(path.join(repoRoot, dir), { withFileTypes: true }).filter((e) => e.isDirectory())
+        .flatMap((e) => [`${dir}${e.name}/`, ...onDisk(`${dir}${e.name}/`)]);
+    const withFiles = onDisk("core/").filter((dir) =>
+      readdirSync(path.join(repoRoot, dir)).some((name) => name.endsWith(".ts"))
+    );
+    assert.deepEqual(withFiles.filter((dir) => !coreRooms.includes(dir)), [], "every room of core/ is in the Layout");
+    const steps = [...section.matchAll(/^(\d+)\. /gm)].map((m) => Number(m[1]));
+    assert.deepEqual(steps, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
   it("documents every tool of the catalog with its risk class, and no other", async () => {
     const { stdout } = await runWarden(["tools", "--json"]);
     const catalog = (JSON.parse(stdout).tools as { name: string; _meta: Record<string, string> }[])
