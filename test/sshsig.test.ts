@@ -326,20 +326,23 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         sig?: Uint8Array;
         tail?: Uint8Array;
         innerTail?: Uint8Array;
+        key?: Uint8Array;
+        inner?: Uint8Array;
       }) =>
         Buffer.concat([
           Buffer.from(fields.magic ?? "SSHSIG"),
           u32(fields.version ?? 1),
-          wire(alice.blob),
+          wire(fields.key ?? alice.blob),
           wire(NS),
           wire(""),
           wire(fields.hash ?? "sha512"),
           wire(
-            Buffer.concat([
-              wire(fields.sigType ?? "ssh-ed25519"),
-              wire(fields.sig ?? sigBytes),
-              fields.innerTail ?? Buffer.alloc(0),
-            ]),
+            fields.inner ??
+              Buffer.concat([
+                wire(fields.sigType ?? "ssh-ed25519"),
+                wire(fields.sig ?? sigBytes),
+                fields.innerTail ?? Buffer.alloc(0),
+              ]),
           ),
           fields.tail ?? Buffer.alloc(0),
         ]);
@@ -369,6 +372,60 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       ];
       for (const [text, detail] of cases) {
         await rejectsWith(parseSignature(text), "invalid_signature", `Invalid SSH signature: ${detail}; ${SIGN_FIX}`);
+      }
+    });
+
+    it("names the field a truncated or malformed signature ends in, and what is wrong with its public key", async () => {
+      const begin = "-----BEGIN SSH SIGNATURE-----";
+      const end = "-----END SSH SIGNATURE-----";
+      const real = dearmor(await keygenSign("alice", NS, manifest));
+      const armored = (bytes: Uint8Array) => armorWith(begin, end, bytes);
+      const keyRaw = alice.raw;
+      // Offsets in ssh-keygen's bytes: magic (6), version (4), the public key, the namespace, the reserved field.
+      const afterKey = 6 + 4 + 4 + alice.blob.length;
+      const afterNamespace = afterKey + 4 + NS.length;
+      const afterReserved = afterNamespace + 4;
+      const withKey = (key: Uint8Array) =>
+        Buffer.concat([Buffer.from("SSHSIG"), u32(1), wire(key), real.subarray(afterKey)]);
+      const withInner = (inner: Uint8Array) =>
+        Buffer.concat([real.subarray(0, afterReserved), wire("sha512"), wire(inner)]);
+      const malformedKey = "its public key is malformed: ";
+      const cases: [Uint8Array, string][] = [
+        [real.subarray(0, 3), "the data ends inside the magic preamble"],
+        [real.subarray(0, 12), "the data ends inside the public key"],
+        [real.subarray(0, afterKey - 1), "the data ends inside the public key"],
+        [real.subarray(0, afterNamespace + 2), "the data ends inside the reserved field"],
+        [real.subarray(0, afterReserved + 6), "the data ends inside the hash algorithm"],
+        [withInner(Buffer.concat([u32(11), Buffer.from("ssh-ed")])), "the data ends inside the signature type"],
+        [
+          withInner(Buffer.concat([wire("ssh-ed25519"), u32(64), Buffer.alloc(10)])),
+          "the data ends inside the Ed25519 signature",
+        ],
+        [
+          withKey(Buffer.concat([wire("ssh-ed25519"), wire(keyRaw.subarray(1))])),
+          `${malformedKey}the Ed25519 key is 31 bytes, expected 32`,
+        ],
+        [
+          withKey(Buffer.concat([wire("ssh-ed25519"), wire(keyRaw), Buffer.from([7])])),
+          `${malformedKey}trailing data after the key: 1 byte`,
+        ],
+        [withKey(Buffer.concat([wire("ssh-ed25519"), u32(32)])), `${malformedKey}the data ends inside the Ed25519 key`],
+        [withKey(Buffer.concat([u32(11), Buffer.from("ssh-ed")])), `${malformedKey}the data ends inside the key type`],
+        [
+          withKey(Buffer.concat([wire(Buffer.from([0xff, 0xfe])), wire(keyRaw)])),
+          `${malformedKey}the key type is not valid UTF-8`,
+        ],
+        [Buffer.concat([real.subarray(0, afterKey), wire(Buffer.from([0xc3]))]), "the namespace is not valid UTF-8"],
+      ];
+      // The builders reproduce ssh-keygen's bytes, so each case changes only what it names.
+      assert.deepEqual(withKey(alice.blob), real);
+      assert.deepEqual(withInner(real.subarray(afterReserved + 4 + 6 + 4)), real);
+      for (const [bytes, detail] of cases) {
+        await rejectsWith(
+          parseSignature(armored(bytes)),
+          "invalid_signature",
+          `Invalid SSH signature: ${detail}; ${SIGN_FIX}`,
+        );
       }
     });
   });
