@@ -471,6 +471,130 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       );
     });
 
+    it("refuses a malformed key file, naming the field and what is wrong with it", async () => {
+      const real = dearmor(read("alice"));
+      // The file's fields as ssh-keygen wrote them (PROTOCOL.key), read back to build each variant from.
+      let at = 0;
+      const take = (n: number) => real.subarray(at, at += n);
+      const field = () => take(take(4).readUInt32BE(0));
+      take(15);
+      const [cipher, kdf, kdfOptions] = [field(), field(), field()];
+      const count = take(4).readUInt32BE(0);
+      const publicBlob = field();
+      const section = field();
+      assert.equal(at, real.length);
+      at = 0;
+      const check = real.subarray(real.length - section.length, real.length - section.length + 4);
+      at = real.length - section.length + 8;
+      const [type, pub, priv, comment] = [field(), field(), field(), field()];
+      assert.deepEqual(
+        [cipher, kdf, kdfOptions].map(String).concat(String(count), String(type), String(comment)),
+        ["none", "none", "", "1", "ssh-ed25519", "alice@example.com"],
+      );
+      const pad = (bytes: Buffer) =>
+        Buffer.concat([bytes, Buffer.from(Array.from({ length: (8 - (bytes.length % 8)) % 8 }, (_, i) => i + 1))]);
+      const inner = (fields: { pub?: Uint8Array; priv?: Uint8Array; type?: string; comment?: Uint8Array } = {}) =>
+        Buffer.concat([
+          check,
+          check,
+          wire(fields.type ?? "ssh-ed25519"),
+          wire(fields.pub ?? pub),
+          wire(fields.priv ?? priv),
+          wire(fields.comment ?? comment),
+        ]);
+      const file = (fields: {
+        cipher?: string;
+        kdf?: string;
+        count?: number;
+        publicBlob?: Uint8Array;
+        section?: Uint8Array;
+        tail?: Uint8Array;
+      } = {}) =>
+        Buffer.concat([
+          Buffer.from("openssh-key-v1\0"),
+          wire(fields.cipher ?? "none"),
+          wire(fields.kdf ?? "none"),
+          wire(""),
+          u32(fields.count ?? 1),
+          wire(fields.publicBlob ?? publicBlob),
+          wire(fields.section ?? pad(inner())),
+          fields.tail ?? Buffer.alloc(0),
+        ]);
+      /** A section that ends inside the field after `prefix`: its length says 1000 bytes, then zeros to 8k. */
+      const endsAfter = (prefix: Uint8Array) => {
+        const body = Buffer.concat([prefix, u32(1000)]);
+        return Buffer.concat([body, Buffer.alloc((8 - (body.length % 8)) % 8)]);
+      };
+      // The builders reproduce ssh-keygen's bytes, so each case changes only what it names.
+      assert.deepEqual(file(), real);
+      const otherHalf = Buffer.concat([priv.subarray(0, 32), bob.raw]);
+      const cases: [Uint8Array, string][] = [
+        [real.subarray(0, 10), "the data ends inside the magic preamble"],
+        [real.subarray(0, 15 + 6), "the data ends inside the cipher name"],
+        [real.subarray(0, 15 + 8 + 6), "the data ends inside the KDF name"],
+        [real.subarray(0, 15 + 16 + 2), "the data ends inside the KDF options"],
+        [real.subarray(0, 15 + 20 + 2), "the data ends inside the key count"],
+        [real.subarray(0, 15 + 24 + 20), "the data ends inside the public key"],
+        [real.subarray(0, real.length - 3), "the data ends inside the private section"],
+        [file({ count: 2 }), "the file holds 2 keys, expected 1"],
+        [file({ count: 0 }), "the file holds 0 keys, expected 1"],
+        [
+          file({ publicBlob: Buffer.concat([wire("ssh-ed25519"), wire(alice.raw.subarray(1))]) }),
+          "its public key is malformed: the Ed25519 key is 31 bytes, expected 32",
+        ],
+        [file({ tail: Buffer.from([0, 0]) }), "trailing data after the private section: 2 bytes"],
+        [file({ section: inner() }), `the private section is ${inner().length} bytes, not a multiple of 8`],
+        [file({ section: Buffer.alloc(0) }), "the data ends inside the check integers"],
+        [file({ section: endsAfter(Buffer.concat([check, check])) }), "the data ends inside the private key type"],
+        [
+          file({ section: endsAfter(Buffer.concat([check, check, wire("ssh-ed25519")])) }),
+          "the data ends inside the Ed25519 public key",
+        ],
+        [
+          file({ section: endsAfter(Buffer.concat([check, check, wire("ssh-ed25519"), wire(pub)])) }),
+          "the data ends inside the Ed25519 private key",
+        ],
+        [
+          file({ section: endsAfter(Buffer.concat([check, check, wire("ssh-ed25519"), wire(pub), wire(priv)])) }),
+          "the data ends inside the comment",
+        ],
+        [file({ section: pad(inner({ comment: Buffer.from([0xc3, 0x28]) })) }), "the comment is not valid UTF-8"],
+        [
+          file({ section: pad(inner({ pub: bob.raw })) }),
+          "the private section holds another public key than the file's header",
+        ],
+        [
+          file({ section: pad(inner({ priv: priv.subarray(0, 63) })) }),
+          "the Ed25519 private key is malformed (63 bytes, expected the 32-byte seed and the public key)",
+        ],
+        [
+          file({ section: pad(inner({ priv: otherHalf })) }),
+          "the Ed25519 private key is malformed (64 bytes, expected the 32-byte seed and the public key)",
+        ],
+        [
+          file({ section: Buffer.concat([inner(), Buffer.from([1, 2, 3, 5])]) }),
+          "the padding after the key is not 1, 2, 3...",
+        ],
+      ];
+      assert.equal(inner().length % 8, 4, "alice's section needs 4 bytes of padding, which the cases above rely on");
+      for (const [bytes, detail] of cases) {
+        await rejectsWith(
+          parsePrivateKey(armorWith(begin, end, bytes)),
+          "invalid_key",
+          `Invalid SSH private key: ${detail}; ${PRIVATE_FIX}`,
+        );
+      }
+      // Either name other than "none" is an encrypted key; another type in the private section is unsupported.
+      for (const variant of [file({ cipher: "aes256-ctr" }), file({ kdf: "bcrypt" })]) {
+        await rejectsWith(parsePrivateKey(armorWith(begin, end, variant)), "invalid_key", ENCRYPTED);
+      }
+      await rejectsWith(
+        parsePrivateKey(armorWith(begin, end, file({ section: pad(inner({ type: "ssh-rsa" })) }))),
+        "invalid_key",
+        UNSUPPORTED_RSA,
+      );
+    });
+
     it("refuses what is not an OpenSSH private key", async () => {
       const cases: [string, string][] = [
         [
