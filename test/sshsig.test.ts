@@ -171,6 +171,9 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       const bare = await parsePublicKey(`  ${type}\t${data}\n`);
       assert.equal(bare.text, alice.text);
       assert.equal(bare.fingerprint, alice.fingerprint);
+      // Several spaces and tabs between the fields, as a hand-edited line may have.
+      const spaced = await parsePublicKey(`${type} \t  ${data} \t alice's  laptop`);
+      assert.equal(spaced.text, alice.text);
     });
 
     it("refuses RSA and ECDSA keys, saying only Ed25519 is supported and how to make one", async () => {
@@ -194,6 +197,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         ["ssh-ed25519", 'the base64 key data after "ssh-ed25519" is missing'],
         ["ssh-ed25519 AAAA!AAA", 'the key data is not valid base64, received "AAAA!AAA"'],
         ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE", 'the key data is not valid base64, received "AAAAC3NzaC1lZDI1NTE"'],
+        ["ssh-ed25519 AAAA====", 'the key data is not valid base64, received "AAAA===="'],
         [`ssh-ed25519 ${rsaData}`, 'the key data is for "ssh-rsa", not "ssh-ed25519" as the line says'],
         [
           `ssh-ed25519 ${Buffer.concat([wire("ssh-ed25519"), wire(blob.subarray(-31))]).toString("base64")}`,
@@ -433,6 +437,53 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
   describe("private keys", () => {
     const begin = "-----BEGIN OPENSSH PRIVATE KEY-----";
     const end = "-----END OPENSSH PRIVATE KEY-----";
+
+    it("reads a key file with CRLF line endings", async () => {
+      const key = await parsePrivateKey(read("alice").replaceAll("\n", "\r\n"));
+      assert.equal(key.publicKey.text, alice.text);
+      assert.equal(key.comment, "alice@example.com");
+    });
+
+    it("derives the public key from any seed, whatever characters its base64url form has", async () => {
+      // WebCrypto exports the derived public key as base64url: the first seeds (counting up from 0) whose key has
+      // both "-" and "_" there, so that each must be read as "+" and "/".
+      let found: { seed: Uint8Array; pub: Uint8Array } | undefined;
+      for (let i = 0; found === undefined; i++) {
+        const seed = new Uint8Array(32).fill(i % 256);
+        seed[0] = i >> 8;
+        const pkcs8 = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+        const probe = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "Ed25519" }, true, ["sign"]);
+        const x = (await crypto.subtle.exportKey("jwk", probe)).x ?? "";
+        if (x.includes("-") && x.includes("_")) found = { seed, pub: Buffer.from(x, "base64url") };
+      }
+      const { seed, pub } = found;
+      const blob = Buffer.concat([wire("ssh-ed25519"), wire(pub)]);
+      const section = Buffer.concat([
+        u32(7),
+        u32(7),
+        wire("ssh-ed25519"),
+        wire(pub),
+        wire(Buffer.concat([seed, pub])),
+        wire("seeded"),
+      ]);
+      const padded = Buffer.concat([
+        section,
+        Buffer.from([1, 2, 3, 4, 5, 6, 7].slice(0, (8 - (section.length % 8)) % 8)),
+      ]);
+      const bytes = Buffer.concat([
+        Buffer.from("openssh-key-v1\0"),
+        wire("none"),
+        wire("none"),
+        wire(""),
+        u32(1),
+        wire(blob),
+        wire(padded),
+      ]);
+      const key = await parsePrivateKey(armorWith(begin, end, bytes));
+      assert.equal(key.publicKey.text, `ssh-ed25519 ${blob.toString("base64")}`);
+      const sig = await parseSignature(await signMessage(key, manifest, NS));
+      assert.deepEqual(await verifySignature(sig, manifest, NS), { ok: true });
+    });
 
     it("refuses an encrypted key, pointing at ssh-keygen -Y sign", async () => {
       assert.match(read("locked"), /^-----BEGIN OPENSSH PRIVATE KEY-----\n/);
