@@ -534,7 +534,6 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       const publicBlob = field();
       const section = field();
       assert.equal(at, real.length);
-      at = 0;
       const check = real.subarray(real.length - section.length, real.length - section.length + 4);
       at = real.length - section.length + 8;
       const [type, pub, priv, comment] = [field(), field(), field(), field()];
@@ -571,7 +570,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           wire(fields.section ?? pad(inner())),
           fields.tail ?? Buffer.alloc(0),
         ]);
-      /** A section that ends inside the field after `prefix`: its length says 1000 bytes, then zeros to 8k. */
+      /** A section that ends inside the field after `prefix`: its length says 1000 bytes, then zeros up to a multiple of 8. */
       const endsAfter = (prefix: Uint8Array) => {
         const body = Buffer.concat([prefix, u32(1000)]);
         return Buffer.concat([body, Buffer.alloc((8 - (body.length % 8)) % 8)]);
@@ -672,6 +671,11 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         `\t# indented comment`,
         `"carol smith@example.com" cert-authority ${carol.text}\r`,
         `ci-?@example.com valid-after="202501021530UTC" ${carol.text}`,
+        // Tabs and spaces between fields; a quoted part that is not the whole token is kept as written; a principal
+        // named like a key type, since a key follows it; a namespace holding an escaped quote.
+        `dave@example.com \t namespaces="a\\"b,warden-plugin-v1"\t\t${alice.text.replace(" ", "\t")}`,
+        `"eve smith"@example.com ${bob.text}`,
+        `ssh-ed25519 ${carol.text}`,
         "",
       ].join("\n");
       const signers = await parseAllowedSigners(text, "team_signers");
@@ -721,7 +725,39 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           fingerprint: carol.fingerprint,
           at: "team_signers:7",
         },
+        {
+          principals: ["dave@example.com"],
+          namespaces: ['a"b', "warden-plugin-v1"],
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: alice.fingerprint,
+          at: "team_signers:8",
+        },
+        {
+          principals: ['"eve smith"@example.com'],
+          namespaces: null,
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: bob.fingerprint,
+          at: "team_signers:9",
+        },
+        {
+          principals: ["ssh-ed25519"],
+          namespaces: null,
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: carol.fingerprint,
+          at: "team_signers:10",
+        },
       ]);
+      // What checkSigner reads cannot be changed behind its back.
+      for (const signer of signers) {
+        assert.ok(Object.isFrozen(signer) && Object.isFrozen(signer.principals));
+        assert.ok(signer.namespaces === null || Object.isFrozen(signer.namespaces));
+      }
       assert.deepEqual(await parseAllowedSigners("# nothing\n\n", "empty"), []);
     });
 
@@ -732,6 +768,8 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         ["Asia/Kolkata", "202501021530Z", "2025-01-02T15:30:00.000Z"],
         ["Asia/Kolkata", "20250102153045z", "2025-01-02T15:30:45.000Z"],
         ["Asia/Kolkata", "20240229Z", "2024-02-29T00:00:00.000Z"],
+        ["Asia/Kolkata", "20000229Z", "2000-02-29T00:00:00.000Z"],
+        ["Asia/Kolkata", "20251231235959Z", "2025-12-31T23:59:59.000Z"],
         ["Asia/Kolkata", "20250102", "2025-01-01T18:30:00.000Z"],
         ["Asia/Kolkata", "20250102153045", "2025-01-02T10:00:45.000Z"],
         ["America/New_York", "20250102", "2025-01-02T05:00:00.000Z"],
@@ -787,6 +825,20 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           `alice@example.com valid-before="20250101X" ${alice.text}`,
           `valid-before expects a timestamp, received "20250101X"; ${TIME_FIX}`,
         ],
+        ...["120250101Z", "21000229Z", "20250229Z", "20250001Z", "20251301Z", "20250100Z", "20250431Z"].map((
+          value,
+        ): [string, string] => [
+          `alice@example.com valid-after="${value}" ${alice.text}`,
+          `valid-after expects a timestamp, received "${value}"; ${TIME_FIX}`,
+        ]),
+        ...["202501012400Z", "202501010060Z", "20250101000060Z"].map((value): [string, string] => [
+          `alice@example.com valid-before="${value}" ${alice.text}`,
+          `valid-before expects a timestamp, received "${value}"; ${TIME_FIX}`,
+        ]),
+        [
+          `alice@example.com namespaces-extra="x" ${alice.text}`,
+          `unknown option "namespaces-extra=\\"x\\""; ${OPTIONS_FIX}`,
+        ],
         [
           `alice@example.com valid-after="19700101Z" ${alice.text}`,
           `valid-after "19700101Z" is not after 1970; ${TIME_FIX}`,
@@ -796,6 +848,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           'valid-before "20250101Z" is not after valid-after "20250101Z"; correct one of them',
         ],
         ["alice@example.com", `expected principals and a key, received only "alice@example.com"; ${FORM_FIX}`],
+        ["alice@example.com \t ", `expected principals and a key, received only "alice@example.com"; ${FORM_FIX}`],
         ['alice@example.com namespaces="x"', `the key is missing after the options; ${FORM_FIX}`],
         [
           `alice@example.com namespaces="x" ${data}`,
@@ -849,6 +902,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         read("bob.pub").trim(),
         "",
         read("rsa.pub").trim(),
+        read("ecdsa.pub").trim().replace(" ", "\t"),
         `  ${carol.text}  `,
       ].join("\n");
       const revoked = await parseRevokedKeys(text, "revoked.txt");
