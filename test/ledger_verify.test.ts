@@ -145,6 +145,16 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(chain([anchor(), v1]), 2, "a version 1 row in a version 2 file");
     add(chain([anchor(), seal(), call()]), 3, "a row after the seal");
     add(chain([call(), seal()]), 1, "the first row is not an anchor");
+    add(
+      replaced([anchor(), call()], 1, "null"),
+      2,
+      "not a ledger row of a known version (v undefined; this warden reads 1 and 2)",
+    );
+    add(
+      chain([anchor(), call({ kind: ["call"] })]),
+      2,
+      'not a ledger row (unknown kind ["call"]; expected anchor, call, intent or seal)',
+    );
     // The call closes the intent; a second call cannot close it again.
     add(
       chain([anchor(), intent(), call({ intent: 2 }), call({ intent: 2 }), seal()]),
@@ -209,6 +219,30 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     assert.deepEqual(unfinished.text, [
       "Ledger has unfinished calls: 4 rows in 1 file(s), 1 finding(s)",
       `unfinished: ${openIntent} line 2: the gate call of "run" that started at ${TIME} never finished`,
+    ]);
+  });
+
+  it("orders findings of every kind by severity, whatever order the files come in", async () => {
+    const dir = path.join(work.dir, "everything");
+    // Named so that the least severe come first: the order of the report is the severity's, not the files'.
+    const unfinished = write(dir, "2026-01-01T00-00-00-000Z-1.jsonl", chain([anchor(), intent(), seal()]));
+    const torn = write(dir, "2026-01-01T00-00-01-000Z-1.jsonl", [...chain([anchor(), call(), seal()]), "{"], "");
+    const cut = chain([anchor(), call(), call()]);
+    const truncated = write(dir, "2026-01-01T00-00-02-000Z-1.jsonl", cut.slice(0, 2));
+    const gone = "2026-01-01T00-00-03-000Z-1.jsonl";
+    const heads = [{ file: gone, hash: sha256("a row"), seq: 1 }, { file: truncated, hash: sha256(cut[2]), seq: 3 }];
+    write(dir, "2026-01-01T00-00-04-000Z-1.jsonl", chain([anchor(heads), seal()]));
+    const broken = write(dir, "2026-01-01T00-00-05-000Z-1.jsonl", chain([anchor(), call({ seq: 9 })]));
+    const { code, report } = await verify(dir);
+    assert.equal(code, 3);
+    assert.equal(report.status, "broken");
+    assert.deepEqual(report.findings.map((f) => [f.kind, f.file]), [
+      ["broken", broken],
+      ["missing", gone],
+      ["truncated", truncated],
+      ["torn", torn],
+      ["unsealed", truncated],
+      ["unfinished", unfinished],
     ]);
   });
 
