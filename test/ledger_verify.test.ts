@@ -357,6 +357,8 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     const empty = path.join(work.dir, "empty");
     mkdirSync(empty);
     writeFileSync(path.join(empty, "notes.txt"), "not a ledger file");
+    // A directory that looks like a ledger file is not one.
+    mkdirSync(path.join(empty, "2026-01-01T00-00-00-000Z-1.jsonl"));
     for (const dir of [empty, path.join(work.dir, "nowhere")]) {
       const text = await runWarden(["ledger", "verify", "--ledger", dir]);
       assert.deepEqual([text.code, text.stdout], [5, `No ledger in ${dir}\n`]);
