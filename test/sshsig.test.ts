@@ -238,12 +238,17 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       assert.equal(key.publicKey.text, alice.text);
       assert.equal(key.comment, "alice@example.com");
       assert.equal((await parsePrivateKey(read("carol"))).comment, "");
+      assert.equal(key.signingKey.extractable, false, "the signing key cannot be read back out of WebCrypto");
       for (const message of [manifest, new Uint8Array(0), new Uint8Array(100_000).fill(7)]) {
         const ours = await signMessage(key, message, NS);
         assert.equal(ours, await keygenSign("alice", NS, message));
         assert.match(ours, /^-----BEGIN SSH SIGNATURE-----\n([A-Za-z0-9+/=]{70}\n)+[A-Za-z0-9+/=]{1,70}\n-----END SSH/);
         assert.ok(ours.endsWith("\n-----END SSH SIGNATURE-----\n"));
       }
+      // A namespace of 39 characters makes the base64 exactly 4 lines of 70: no empty line before the END line.
+      const even = await signMessage(key, manifest, "n".repeat(39));
+      assert.equal(even, await keygenSign("alice", "n".repeat(39), manifest));
+      assert.equal(even.split("\n").filter((line) => line.length === 70).length, 4);
     });
 
     it("ssh-keygen -Y verify accepts a signature from signMessage, and refuses it in another namespace", async () => {
@@ -652,6 +657,11 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           'expected an OpenSSH private key ("-----BEGIN OPENSSH PRIVATE KEY-----"), received "-----BEGIN PRIVATE KEY-----"',
         ],
         [`${begin}\nb3BlbnNzaC1rZXktdjEA\n`, `the "${end}" line is missing or not last`],
+        [`${begin}\nb3BlbnNzaC1rZXktdjEA${end}\n`, `the "${end}" line is missing or not last`],
+        [
+          `${begin}b3Bl\nbnNzaC1rZXktdjEA\n${end}\n`,
+          `expected an OpenSSH private key ("${begin}"), received "${begin}b3Bl"`,
+        ],
         [`${begin}\n#\n${end}\n`, "the text between the BEGIN and END lines is not valid base64"],
         [armorWith(begin, end, Buffer.from("openssh-key-v2\0")), 'the data does not start with "openssh-key-v1"'],
       ];
