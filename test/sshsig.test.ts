@@ -185,6 +185,8 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       );
       assert.ok(isSshKeyType("ssh-ed25519-cert-v01@openssh.com") && isSshKeyType("sk-ssh-ed25519@openssh.com"));
       assert.ok(!isSshKeyType("ssh-deploy") && !isSshKeyType("alice@example.com"));
+      // The whole word names a type, not a part of it.
+      assert.ok(!isSshKeyType("my-ssh-rsa") && !isSshKeyType("ssh-ed25519x") && !isSshKeyType("xssh-ed25519"));
     });
 
     it("refuses malformed key lines, naming the problem", async () => {
