@@ -5,7 +5,7 @@
 // milliseconds, within what the client measured around it.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -178,6 +178,36 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.match(mine, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\d\\d-\\d\\d-\\d\\d-\\d{3}Z-${process.pid}\\.jsonl$`));
     const anchor = JSON.parse(readFileSync(path.join(dir, mine), "utf8").split("\n")[0]);
     assert.deepEqual(anchor.heads, [{ file: old, seq: 2, hash: sha256('{"seq":2,"v":1}') }]);
+  });
+
+  it("anchors to the last whole row of each file, however long, torn or damaged, and to seq 0 of an empty one", async () => {
+    const { dir, ledger } = await open("heads");
+    const long = `{"pad":"${"x".repeat(10_000)}","seq":2,"v":1}`;
+    const files: [string, string, { seq: number; line: string | null }][] = [
+      ["a", '{"seq":1,"v":1}\n', { seq: 1, line: '{"seq":1,"v":1}' }],
+      ["b", `{"seq":1,"v":1}\n${long}\n`, { seq: 2, line: long }],
+      ["c", '{"seq":1,"v":1}\n{"seq":2,"v":1}\n{"seq":3', { seq: 2, line: '{"seq":2,"v":1}' }],
+      ["d", "", { seq: 0, line: null }],
+      ["e", '{"seq":1,"v":1}\nnot json\n', { seq: 0, line: "not json" }],
+      ["f", '{"seq":-3,"v":1}\n', { seq: 0, line: '{"seq":-3,"v":1}' }],
+      ["g", '{"seq":"7","v":1}\n', { seq: 0, line: '{"seq":"7","v":1}' }],
+    ];
+    const name = (label: string) => `2026-01-01T00-00-00-000Z-${label}.jsonl`;
+    for (const [label, text] of files) writeFileSync(path.join(dir, name(label)), text);
+    // A directory that looks like a ledger file is not one.
+    mkdirSync(path.join(dir, name("h")));
+    assert.deepEqual(await ledger.call(finished("a")), { ok: true });
+    await ledger.seal();
+    const mine = readdirSync(dir).find((file) => file.endsWith(`-${process.pid}.jsonl`))!;
+    const anchor = JSON.parse(readFileSync(path.join(dir, mine), "utf8").split("\n")[0]);
+    assert.deepEqual(
+      anchor.heads,
+      files.map(([label, , { seq, line }]) => ({
+        file: name(label),
+        seq,
+        hash: line === null ? "sha256:" + "0".repeat(64) : sha256(line),
+      })),
+    );
   });
 
   it("reports a directory gone before the first row as an anchor it could not write, for every later call", async () => {

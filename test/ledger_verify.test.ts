@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { runtimeName, runWarden, tempDir } from "./helpers.ts";
 
@@ -88,7 +89,14 @@ async function verify(dir: string) {
     runWarden(["ledger", "verify", "--ledger", dir]),
   ]);
   assert.equal(json.code, text.code, json.stderr + text.stderr);
-  const report = JSON.parse(json.stdout) as { status: string; files: number; rows: number; findings: Finding[] };
+  assert.ok(json.stdout.endsWith("}\n") && text.stdout.endsWith("\n"), "each output ends with a newline");
+  const report = JSON.parse(json.stdout) as {
+    status: string;
+    files: number;
+    rows: number;
+    findings: Finding[];
+    notes: { file: string; note: string }[];
+  };
   return { code: json.code, report, text: text.stdout.replace(/\n$/, "").split("\n") };
 }
 
@@ -145,6 +153,16 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(chain([anchor(), v1]), 2, "a version 1 row in a version 2 file");
     add(chain([anchor(), seal(), call()]), 3, "a row after the seal");
     add(chain([call(), seal()]), 1, "the first row is not an anchor");
+    add(
+      replaced([anchor(), call()], 1, "null"),
+      2,
+      "not a ledger row of a known version (v undefined; this warden reads 1 and 2)",
+    );
+    add(
+      chain([anchor(), call({ kind: ["call"] })]),
+      2,
+      'not a ledger row (unknown kind ["call"]; expected anchor, call, intent or seal)',
+    );
     // The call closes the intent; a second call cannot close it again.
     add(
       chain([anchor(), intent(), call({ intent: 2 }), call({ intent: 2 }), seal()]),
@@ -212,6 +230,101 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     ]);
   });
 
+  it("orders findings of every kind by severity, whatever order the files come in", async () => {
+    const dir = path.join(work.dir, "everything");
+    // Named so that the least severe come first: the order of the report is the severity's, not the files'.
+    const unfinished = write(dir, "2026-01-01T00-00-00-000Z-1.jsonl", chain([anchor(), intent(), seal()]));
+    const torn = write(dir, "2026-01-01T00-00-01-000Z-1.jsonl", [...chain([anchor(), call(), seal()]), "{"], "");
+    const cut = chain([anchor(), call(), call()]);
+    const truncated = write(dir, "2026-01-01T00-00-02-000Z-1.jsonl", cut.slice(0, 2));
+    const gone = "2026-01-01T00-00-03-000Z-1.jsonl";
+    const broken = "2026-01-01T00-00-05-000Z-1.jsonl";
+    // A head in a broken file: the broken row's own finding says why, no second one.
+    const heads = [
+      { file: gone, hash: sha256("a row"), seq: 1 },
+      { file: truncated, hash: sha256(cut[2]), seq: 3 },
+      { file: broken, hash: sha256("a row"), seq: 2 },
+    ];
+    const anchored = write(dir, "2026-01-01T00-00-04-000Z-1.jsonl", chain([anchor(heads), seal()]));
+    write(dir, broken, chain([anchor(), call({ seq: 9 })]));
+    const { code, report, text } = await verify(dir);
+    assert.equal(code, 3);
+    assert.equal(report.status, "broken");
+    assert.deepEqual(report.findings.map((f) => [f.kind, f.file]), [
+      ["broken", broken],
+      ["missing", gone],
+      ["truncated", truncated],
+      ["torn", torn],
+      ["unsealed", truncated],
+      ["unfinished", unfinished],
+    ]);
+    const by = `the anchor of ${anchored} (line 1) committed to`;
+    assert.deepEqual(text, [
+      "Ledger broken: 11 rows in 5 file(s), 6 finding(s)",
+      `broken: ${broken} line 2: seq 9 where 2 was due`,
+      `missing: ${gone} line 1: the file is missing; ${by} its row 1`,
+      `truncated: ${truncated} line 3: rows 3 to 3 were removed; ${by} its row 3`,
+      `torn: ${torn} line 4: the last row is incomplete`,
+      `unsealed: ${truncated} line 2: never sealed: its process (pid ${DEAD}) ended without a clean exit (a crash, ` +
+      `or its seal was cut off); last row 2: call of "echo" at ${TIME}`,
+      `unfinished: ${unfinished} line 2: the gate call of "run" that started at ${TIME} never finished`,
+    ]);
+  });
+
+  it("names the most severe finding in its headline and exit code, and notes what it cannot judge", async () => {
+    const sealed = chain([anchor(), call(), seal()]);
+    const cases: { files: [string, string[]][]; code: number; headline: string; finding: string }[] = [];
+    const name = (i: number) => `2026-01-01T00-00-0${i}-000Z-1.jsonl`;
+    const claim = (file: string, seq: number, hash: string) => chain([anchor([{ file, seq, hash }]), seal()]);
+    cases.push({
+      files: [[name(1), claim(name(0), 2, sha256("a row"))]],
+      code: 7,
+      headline: "Ledger missing a file: 2 rows in 1 file(s), 1 finding(s)",
+      finding: `missing: ${name(0)} line 2: the file is missing; the anchor of ${
+        name(1)
+      } (line 1) committed to its row 2`,
+    });
+    cases.push({
+      files: [[name(0), sealed], [name(1), claim(name(0), 5, sha256("a row"))]],
+      code: 8,
+      headline: "Ledger truncated: 5 rows in 2 file(s), 1 finding(s)",
+      finding: `truncated: ${name(0)} line 4: rows 4 to 5 were removed; the anchor of ${
+        name(1)
+      } (line 1) committed to its row 5`,
+    });
+    cases.push({
+      files: [[name(0), chain([anchor(), call()])]],
+      code: 9,
+      headline: "Ledger not sealed: 2 rows in 1 file(s), 1 finding(s)",
+      finding: `unsealed: ${name(0)} line 2: never sealed: its process (pid ${DEAD}) ended without a clean exit ` +
+        `(a crash, or its seal was cut off); last row 2: call of "echo" at ${TIME}`,
+    });
+    for (const [i, c] of cases.entries()) {
+      const dir = path.join(work.dir, `headline-${i}`);
+      for (const [file, lines] of c.files) write(dir, file, lines);
+      const found = await verify(dir);
+      assert.equal(found.code, c.code, found.text.join("\n"));
+      assert.deepEqual(found.text, [c.headline, c.finding]);
+      assert.deepEqual(found.report.notes, []);
+    }
+
+    // A version 1 file, and a file whose process still runs (this one): notes, not findings. A sealed file of a
+    // process still running needs no note.
+    const dir = path.join(work.dir, "notes");
+    const v1 = { ...call(), v: 1, kind: undefined, intent: undefined };
+    write(dir, name(0), chain([v1]));
+    write(dir, name(1), chain([anchor(), call()].map((row) => ({ ...row, pid: process.pid }))));
+    write(dir, name(2), chain([anchor(), call(), seal()].map((row) => ({ ...row, pid: process.pid }))));
+    const found = await verify(dir);
+    assert.equal(found.code, 0, found.text.join("\n"));
+    assert.deepEqual(found.text, [
+      "Ledger intact: 6 rows in 3 file(s)",
+      `note: ${name(0)}: version 1 (no anchor or seal): its end cannot be checked`,
+      `note: ${name(1)}: not sealed yet: its process (pid ${process.pid}) is running`,
+    ]);
+    assert.deepEqual(found.report.findings, []);
+  });
+
   it("reads an anchor longer than the first read of a file whole, and takes seq 0 as a file with no row", async () => {
     const dir = path.join(work.dir, "many");
     const heads = [];
@@ -244,6 +357,8 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     const empty = path.join(work.dir, "empty");
     mkdirSync(empty);
     writeFileSync(path.join(empty, "notes.txt"), "not a ledger file");
+    // A directory that looks like a ledger file is not one.
+    mkdirSync(path.join(empty, "2026-01-01T00-00-00-000Z-1.jsonl"));
     for (const dir of [empty, path.join(work.dir, "nowhere")]) {
       const text = await runWarden(["ledger", "verify", "--ledger", dir]);
       assert.deepEqual([text.code, text.stdout], [5, `No ledger in ${dir}\n`]);
@@ -257,6 +372,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     assert.equal(code, 6);
     assert.equal(text[0], "Ledger unreadable: 0 rows in 0 file(s), 1 finding(s)");
     assert.equal(report.findings.length, 1);
+    assert.deepEqual(report.notes, []);
     assert.deepEqual({ ...report.findings[0], problem: "" }, {
       kind: "unreadable",
       file: notADir,

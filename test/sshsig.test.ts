@@ -171,6 +171,9 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       const bare = await parsePublicKey(`  ${type}\t${data}\n`);
       assert.equal(bare.text, alice.text);
       assert.equal(bare.fingerprint, alice.fingerprint);
+      // Several spaces and tabs between the fields, as a hand-edited line may have.
+      const spaced = await parsePublicKey(`${type} \t  ${data} \t alice's  laptop`);
+      assert.equal(spaced.text, alice.text);
     });
 
     it("refuses RSA and ECDSA keys, saying only Ed25519 is supported and how to make one", async () => {
@@ -182,6 +185,8 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       );
       assert.ok(isSshKeyType("ssh-ed25519-cert-v01@openssh.com") && isSshKeyType("sk-ssh-ed25519@openssh.com"));
       assert.ok(!isSshKeyType("ssh-deploy") && !isSshKeyType("alice@example.com"));
+      // The whole word names a type, not a part of it.
+      assert.ok(!isSshKeyType("my-ssh-rsa") && !isSshKeyType("ssh-ed25519x") && !isSshKeyType("xssh-ed25519"));
     });
 
     it("refuses malformed key lines, naming the problem", async () => {
@@ -194,6 +199,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         ["ssh-ed25519", 'the base64 key data after "ssh-ed25519" is missing'],
         ["ssh-ed25519 AAAA!AAA", 'the key data is not valid base64, received "AAAA!AAA"'],
         ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE", 'the key data is not valid base64, received "AAAAC3NzaC1lZDI1NTE"'],
+        ["ssh-ed25519 AAAA====", 'the key data is not valid base64, received "AAAA===="'],
         [`ssh-ed25519 ${rsaData}`, 'the key data is for "ssh-rsa", not "ssh-ed25519" as the line says'],
         [
           `ssh-ed25519 ${Buffer.concat([wire("ssh-ed25519"), wire(blob.subarray(-31))]).toString("base64")}`,
@@ -234,12 +240,17 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       assert.equal(key.publicKey.text, alice.text);
       assert.equal(key.comment, "alice@example.com");
       assert.equal((await parsePrivateKey(read("carol"))).comment, "");
+      assert.equal(key.signingKey.extractable, false, "the signing key cannot be read back out of WebCrypto");
       for (const message of [manifest, new Uint8Array(0), new Uint8Array(100_000).fill(7)]) {
         const ours = await signMessage(key, message, NS);
         assert.equal(ours, await keygenSign("alice", NS, message));
         assert.match(ours, /^-----BEGIN SSH SIGNATURE-----\n([A-Za-z0-9+/=]{70}\n)+[A-Za-z0-9+/=]{1,70}\n-----END SSH/);
         assert.ok(ours.endsWith("\n-----END SSH SIGNATURE-----\n"));
       }
+      // A namespace of 39 characters makes the base64 exactly 4 lines of 70: no empty line before the END line.
+      const even = await signMessage(key, manifest, "n".repeat(39));
+      assert.equal(even, await keygenSign("alice", "n".repeat(39), manifest));
+      assert.equal(even.split("\n").filter((line) => line.length === 70).length, 4);
     });
 
     it("ssh-keygen -Y verify accepts a signature from signMessage, and refuses it in another namespace", async () => {
@@ -326,20 +337,23 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         sig?: Uint8Array;
         tail?: Uint8Array;
         innerTail?: Uint8Array;
+        key?: Uint8Array;
+        inner?: Uint8Array;
       }) =>
         Buffer.concat([
           Buffer.from(fields.magic ?? "SSHSIG"),
           u32(fields.version ?? 1),
-          wire(alice.blob),
+          wire(fields.key ?? alice.blob),
           wire(NS),
           wire(""),
           wire(fields.hash ?? "sha512"),
           wire(
-            Buffer.concat([
-              wire(fields.sigType ?? "ssh-ed25519"),
-              wire(fields.sig ?? sigBytes),
-              fields.innerTail ?? Buffer.alloc(0),
-            ]),
+            fields.inner ??
+              Buffer.concat([
+                wire(fields.sigType ?? "ssh-ed25519"),
+                wire(fields.sig ?? sigBytes),
+                fields.innerTail ?? Buffer.alloc(0),
+              ]),
           ),
           fields.tail ?? Buffer.alloc(0),
         ]);
@@ -371,11 +385,112 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         await rejectsWith(parseSignature(text), "invalid_signature", `Invalid SSH signature: ${detail}; ${SIGN_FIX}`);
       }
     });
+
+    it("names the field a truncated or malformed signature ends in, and what is wrong with its public key", async () => {
+      const begin = "-----BEGIN SSH SIGNATURE-----";
+      const end = "-----END SSH SIGNATURE-----";
+      const real = dearmor(await keygenSign("alice", NS, manifest));
+      const armored = (bytes: Uint8Array) => armorWith(begin, end, bytes);
+      const keyRaw = alice.raw;
+      // Offsets in ssh-keygen's bytes: magic (6), version (4), the public key, the namespace, the reserved field.
+      const afterKey = 6 + 4 + 4 + alice.blob.length;
+      const afterNamespace = afterKey + 4 + NS.length;
+      const afterReserved = afterNamespace + 4;
+      const withKey = (key: Uint8Array) =>
+        Buffer.concat([Buffer.from("SSHSIG"), u32(1), wire(key), real.subarray(afterKey)]);
+      const withInner = (inner: Uint8Array) =>
+        Buffer.concat([real.subarray(0, afterReserved), wire("sha512"), wire(inner)]);
+      const malformedKey = "its public key is malformed: ";
+      const cases: [Uint8Array, string][] = [
+        [real.subarray(0, 3), "the data ends inside the magic preamble"],
+        [real.subarray(0, 12), "the data ends inside the public key"],
+        [real.subarray(0, afterKey - 1), "the data ends inside the public key"],
+        [real.subarray(0, afterNamespace + 2), "the data ends inside the reserved field"],
+        [real.subarray(0, afterReserved + 6), "the data ends inside the hash algorithm"],
+        [withInner(Buffer.concat([u32(11), Buffer.from("ssh-ed")])), "the data ends inside the signature type"],
+        [
+          withInner(Buffer.concat([wire("ssh-ed25519"), u32(64), Buffer.alloc(10)])),
+          "the data ends inside the Ed25519 signature",
+        ],
+        [
+          withKey(Buffer.concat([wire("ssh-ed25519"), wire(keyRaw.subarray(1))])),
+          `${malformedKey}the Ed25519 key is 31 bytes, expected 32`,
+        ],
+        [
+          withKey(Buffer.concat([wire("ssh-ed25519"), wire(keyRaw), Buffer.from([7])])),
+          `${malformedKey}trailing data after the key: 1 byte`,
+        ],
+        [withKey(Buffer.concat([wire("ssh-ed25519"), u32(32)])), `${malformedKey}the data ends inside the Ed25519 key`],
+        [withKey(Buffer.concat([u32(11), Buffer.from("ssh-ed")])), `${malformedKey}the data ends inside the key type`],
+        [
+          withKey(Buffer.concat([wire(Buffer.from([0xff, 0xfe])), wire(keyRaw)])),
+          `${malformedKey}the key type is not valid UTF-8`,
+        ],
+        [Buffer.concat([real.subarray(0, afterKey), wire(Buffer.from([0xc3]))]), "the namespace is not valid UTF-8"],
+      ];
+      // The builders reproduce ssh-keygen's bytes, so each case changes only what it names.
+      assert.deepEqual(withKey(alice.blob), real);
+      assert.deepEqual(withInner(real.subarray(afterReserved + 4 + 6 + 4)), real);
+      for (const [bytes, detail] of cases) {
+        await rejectsWith(
+          parseSignature(armored(bytes)),
+          "invalid_signature",
+          `Invalid SSH signature: ${detail}; ${SIGN_FIX}`,
+        );
+      }
+    });
   });
 
   describe("private keys", () => {
     const begin = "-----BEGIN OPENSSH PRIVATE KEY-----";
     const end = "-----END OPENSSH PRIVATE KEY-----";
+
+    it("reads a key file with CRLF line endings", async () => {
+      const key = await parsePrivateKey(read("alice").replaceAll("\n", "\r\n"));
+      assert.equal(key.publicKey.text, alice.text);
+      assert.equal(key.comment, "alice@example.com");
+    });
+
+    it("derives the public key from any seed, whatever characters its base64url form has", async () => {
+      // WebCrypto exports the derived public key as base64url: the first seeds (counting up from 0) whose key has
+      // both "-" and "_" there, so that each must be read as "+" and "/".
+      let found: { seed: Uint8Array; pub: Uint8Array } | undefined;
+      for (let i = 0; found === undefined; i++) {
+        const seed = new Uint8Array(32).fill(i % 256);
+        seed[0] = i >> 8;
+        const pkcs8 = Buffer.concat([Buffer.from("302e020100300506032b657004220420", "hex"), seed]);
+        const probe = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "Ed25519" }, true, ["sign"]);
+        const x = (await crypto.subtle.exportKey("jwk", probe)).x ?? "";
+        if (x.includes("-") && x.includes("_")) found = { seed, pub: Buffer.from(x, "base64url") };
+      }
+      const { seed, pub } = found;
+      const blob = Buffer.concat([wire("ssh-ed25519"), wire(pub)]);
+      const section = Buffer.concat([
+        u32(7),
+        u32(7),
+        wire("ssh-ed25519"),
+        wire(pub),
+        wire(Buffer.concat([seed, pub])),
+        wire("seeded"),
+      ]);
+      const padded = Buffer.concat([
+        section,
+        Buffer.from([1, 2, 3, 4, 5, 6, 7].slice(0, (8 - (section.length % 8)) % 8)),
+      ]);
+      const bytes = Buffer.concat([
+        Buffer.from("openssh-key-v1\0"),
+        wire("none"),
+        wire("none"),
+        wire(""),
+        u32(1),
+        wire(blob),
+        wire(padded),
+      ]);
+      const key = await parsePrivateKey(armorWith(begin, end, bytes));
+      assert.equal(key.publicKey.text, `ssh-ed25519 ${blob.toString("base64")}`);
+      const sig = await parseSignature(await signMessage(key, manifest, NS));
+      assert.deepEqual(await verifySignature(sig, manifest, NS), { ok: true });
+    });
 
     it("refuses an encrypted key, pointing at ssh-keygen -Y sign", async () => {
       assert.match(read("locked"), /^-----BEGIN OPENSSH PRIVATE KEY-----\n/);
@@ -414,6 +529,129 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
       );
     });
 
+    it("refuses a malformed key file, naming the field and what is wrong with it", async () => {
+      const real = dearmor(read("alice"));
+      // The file's fields as ssh-keygen wrote them (PROTOCOL.key), read back to build each variant from.
+      let at = 0;
+      const take = (n: number) => real.subarray(at, at += n);
+      const field = () => take(take(4).readUInt32BE(0));
+      take(15);
+      const [cipher, kdf, kdfOptions] = [field(), field(), field()];
+      const count = take(4).readUInt32BE(0);
+      const publicBlob = field();
+      const section = field();
+      assert.equal(at, real.length);
+      const check = real.subarray(real.length - section.length, real.length - section.length + 4);
+      at = real.length - section.length + 8;
+      const [type, pub, priv, comment] = [field(), field(), field(), field()];
+      assert.deepEqual(
+        [cipher, kdf, kdfOptions].map(String).concat(String(count), String(type), String(comment)),
+        ["none", "none", "", "1", "ssh-ed25519", "alice@example.com"],
+      );
+      const pad = (bytes: Buffer) =>
+        Buffer.concat([bytes, Buffer.from(Array.from({ length: (8 - (bytes.length % 8)) % 8 }, (_, i) => i + 1))]);
+      const inner = (fields: { pub?: Uint8Array; priv?: Uint8Array; type?: string; comment?: Uint8Array } = {}) =>
+        Buffer.concat([
+          check,
+          check,
+          wire(fields.type ?? "ssh-ed25519"),
+          wire(fields.pub ?? pub),
+          wire(fields.priv ?? priv),
+          wire(fields.comment ?? comment),
+        ]);
+      const file = (fields: {
+        cipher?: string;
+        kdf?: string;
+        count?: number;
+        publicBlob?: Uint8Array;
+        section?: Uint8Array;
+        tail?: Uint8Array;
+      } = {}) =>
+        Buffer.concat([
+          Buffer.from("openssh-key-v1\0"),
+          wire(fields.cipher ?? "none"),
+          wire(fields.kdf ?? "none"),
+          wire(""),
+          u32(fields.count ?? 1),
+          wire(fields.publicBlob ?? publicBlob),
+          wire(fields.section ?? pad(inner())),
+          fields.tail ?? Buffer.alloc(0),
+        ]);
+      /** A section that ends inside the field after `prefix`: its length says 1000 bytes, then zeros up to a multiple of 8. */
+      const endsAfter = (prefix: Uint8Array) => {
+        const body = Buffer.concat([prefix, u32(1000)]);
+        return Buffer.concat([body, Buffer.alloc((8 - (body.length % 8)) % 8)]);
+      };
+      // The builders reproduce ssh-keygen's bytes, so each case changes only what it names.
+      assert.deepEqual(file(), real);
+      const otherHalf = Buffer.concat([priv.subarray(0, 32), bob.raw]);
+      const cases: [Uint8Array, string][] = [
+        [real.subarray(0, 10), "the data ends inside the magic preamble"],
+        [real.subarray(0, 15 + 6), "the data ends inside the cipher name"],
+        [real.subarray(0, 15 + 8 + 6), "the data ends inside the KDF name"],
+        [real.subarray(0, 15 + 16 + 2), "the data ends inside the KDF options"],
+        [real.subarray(0, 15 + 20 + 2), "the data ends inside the key count"],
+        [real.subarray(0, 15 + 24 + 20), "the data ends inside the public key"],
+        [real.subarray(0, real.length - 3), "the data ends inside the private section"],
+        [file({ count: 2 }), "the file holds 2 keys, expected 1"],
+        [file({ count: 0 }), "the file holds 0 keys, expected 1"],
+        [
+          file({ publicBlob: Buffer.concat([wire("ssh-ed25519"), wire(alice.raw.subarray(1))]) }),
+          "its public key is malformed: the Ed25519 key is 31 bytes, expected 32",
+        ],
+        [file({ tail: Buffer.from([0, 0]) }), "trailing data after the private section: 2 bytes"],
+        [file({ section: inner() }), `the private section is ${inner().length} bytes, not a multiple of 8`],
+        [file({ section: Buffer.alloc(0) }), "the data ends inside the check integers"],
+        [file({ section: endsAfter(Buffer.concat([check, check])) }), "the data ends inside the private key type"],
+        [
+          file({ section: endsAfter(Buffer.concat([check, check, wire("ssh-ed25519")])) }),
+          "the data ends inside the Ed25519 public key",
+        ],
+        [
+          file({ section: endsAfter(Buffer.concat([check, check, wire("ssh-ed25519"), wire(pub)])) }),
+          "the data ends inside the Ed25519 private key",
+        ],
+        [
+          file({ section: endsAfter(Buffer.concat([check, check, wire("ssh-ed25519"), wire(pub), wire(priv)])) }),
+          "the data ends inside the comment",
+        ],
+        [file({ section: pad(inner({ comment: Buffer.from([0xc3, 0x28]) })) }), "the comment is not valid UTF-8"],
+        [
+          file({ section: pad(inner({ pub: bob.raw })) }),
+          "the private section holds another public key than the file's header",
+        ],
+        [
+          file({ section: pad(inner({ priv: priv.subarray(0, 63) })) }),
+          "the Ed25519 private key is malformed (63 bytes, expected the 32-byte seed and the public key)",
+        ],
+        [
+          file({ section: pad(inner({ priv: otherHalf })) }),
+          "the Ed25519 private key is malformed (64 bytes, expected the 32-byte seed and the public key)",
+        ],
+        [
+          file({ section: Buffer.concat([inner(), Buffer.from([1, 2, 3, 5])]) }),
+          "the padding after the key is not 1, 2, 3...",
+        ],
+      ];
+      assert.equal(inner().length % 8, 4, "alice's section needs 4 bytes of padding, which the cases above rely on");
+      for (const [bytes, detail] of cases) {
+        await rejectsWith(
+          parsePrivateKey(armorWith(begin, end, bytes)),
+          "invalid_key",
+          `Invalid SSH private key: ${detail}; ${PRIVATE_FIX}`,
+        );
+      }
+      // Either name other than "none" is an encrypted key; another type in the private section is unsupported.
+      for (const variant of [file({ cipher: "aes256-ctr" }), file({ kdf: "bcrypt" })]) {
+        await rejectsWith(parsePrivateKey(armorWith(begin, end, variant)), "invalid_key", ENCRYPTED);
+      }
+      await rejectsWith(
+        parsePrivateKey(armorWith(begin, end, file({ section: pad(inner({ type: "ssh-rsa" })) }))),
+        "invalid_key",
+        UNSUPPORTED_RSA,
+      );
+    });
+
     it("refuses what is not an OpenSSH private key", async () => {
       const cases: [string, string][] = [
         [
@@ -421,6 +659,11 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           'expected an OpenSSH private key ("-----BEGIN OPENSSH PRIVATE KEY-----"), received "-----BEGIN PRIVATE KEY-----"',
         ],
         [`${begin}\nb3BlbnNzaC1rZXktdjEA\n`, `the "${end}" line is missing or not last`],
+        [`${begin}\nb3BlbnNzaC1rZXktdjEA${end}\n`, `the "${end}" line is missing or not last`],
+        [
+          `${begin}b3Bl\nbnNzaC1rZXktdjEA\n${end}\n`,
+          `expected an OpenSSH private key ("${begin}"), received "${begin}b3Bl"`,
+        ],
         [`${begin}\n#\n${end}\n`, "the text between the BEGIN and END lines is not valid base64"],
         [armorWith(begin, end, Buffer.from("openssh-key-v2\0")), 'the data does not start with "openssh-key-v1"'],
       ];
@@ -440,6 +683,11 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         `\t# indented comment`,
         `"carol smith@example.com" cert-authority ${carol.text}\r`,
         `ci-?@example.com valid-after="202501021530UTC" ${carol.text}`,
+        // Tabs and spaces between fields; a quoted part that is not the whole token is kept as written; a principal
+        // named like a key type, since a key follows it; a namespace holding an escaped quote.
+        `dave@example.com \t namespaces="a\\"b,warden-plugin-v1"\t\t${alice.text.replace(" ", "\t")}`,
+        `"eve smith"@example.com ${bob.text}`,
+        `ssh-ed25519 ${carol.text}`,
         "",
       ].join("\n");
       const signers = await parseAllowedSigners(text, "team_signers");
@@ -489,7 +737,39 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           fingerprint: carol.fingerprint,
           at: "team_signers:7",
         },
+        {
+          principals: ["dave@example.com"],
+          namespaces: ['a"b', "warden-plugin-v1"],
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: alice.fingerprint,
+          at: "team_signers:8",
+        },
+        {
+          principals: ['"eve smith"@example.com'],
+          namespaces: null,
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: bob.fingerprint,
+          at: "team_signers:9",
+        },
+        {
+          principals: ["ssh-ed25519"],
+          namespaces: null,
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: carol.fingerprint,
+          at: "team_signers:10",
+        },
       ]);
+      // What checkSigner reads cannot be changed behind its back.
+      for (const signer of signers) {
+        assert.ok(Object.isFrozen(signer) && Object.isFrozen(signer.principals));
+        assert.ok(signer.namespaces === null || Object.isFrozen(signer.namespaces));
+      }
       assert.deepEqual(await parseAllowedSigners("# nothing\n\n", "empty"), []);
     });
 
@@ -500,6 +780,8 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         ["Asia/Kolkata", "202501021530Z", "2025-01-02T15:30:00.000Z"],
         ["Asia/Kolkata", "20250102153045z", "2025-01-02T15:30:45.000Z"],
         ["Asia/Kolkata", "20240229Z", "2024-02-29T00:00:00.000Z"],
+        ["Asia/Kolkata", "20000229Z", "2000-02-29T00:00:00.000Z"],
+        ["Asia/Kolkata", "20251231235959Z", "2025-12-31T23:59:59.000Z"],
         ["Asia/Kolkata", "20250102", "2025-01-01T18:30:00.000Z"],
         ["Asia/Kolkata", "20250102153045", "2025-01-02T10:00:45.000Z"],
         ["America/New_York", "20250102", "2025-01-02T05:00:00.000Z"],
@@ -555,6 +837,20 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           `alice@example.com valid-before="20250101X" ${alice.text}`,
           `valid-before expects a timestamp, received "20250101X"; ${TIME_FIX}`,
         ],
+        ...["120250101Z", "21000229Z", "20250229Z", "20250001Z", "20251301Z", "20250100Z", "20250431Z"].map((
+          value,
+        ): [string, string] => [
+          `alice@example.com valid-after="${value}" ${alice.text}`,
+          `valid-after expects a timestamp, received "${value}"; ${TIME_FIX}`,
+        ]),
+        ...["202501012400Z", "202501010060Z", "20250101000060Z"].map((value): [string, string] => [
+          `alice@example.com valid-before="${value}" ${alice.text}`,
+          `valid-before expects a timestamp, received "${value}"; ${TIME_FIX}`,
+        ]),
+        [
+          `alice@example.com namespaces-extra="x" ${alice.text}`,
+          `unknown option "namespaces-extra=\\"x\\""; ${OPTIONS_FIX}`,
+        ],
         [
           `alice@example.com valid-after="19700101Z" ${alice.text}`,
           `valid-after "19700101Z" is not after 1970; ${TIME_FIX}`,
@@ -564,6 +860,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           'valid-before "20250101Z" is not after valid-after "20250101Z"; correct one of them',
         ],
         ["alice@example.com", `expected principals and a key, received only "alice@example.com"; ${FORM_FIX}`],
+        ["alice@example.com \t ", `expected principals and a key, received only "alice@example.com"; ${FORM_FIX}`],
         ['alice@example.com namespaces="x"', `the key is missing after the options; ${FORM_FIX}`],
         [
           `alice@example.com namespaces="x" ${data}`,
@@ -617,6 +914,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         read("bob.pub").trim(),
         "",
         read("rsa.pub").trim(),
+        read("ecdsa.pub").trim().replace(" ", "\t"),
         `  ${carol.text}  `,
       ].join("\n");
       const revoked = await parseRevokedKeys(text, "revoked.txt");
