@@ -25,6 +25,13 @@ const workDir = path.join(repoRoot, ".bench", "mutation");
 const reportsDir = path.join(workDir, "reports");
 const STRYKER_VERSION = "9.6.1"; // 10.x needs node 22; warden supports node 20.
 
+/** The ledger's writer and verifier share their suites: every describe but the deployment policy's (policy.ts's). */
+const LEDGER_GUARDS = {
+  suites: ["ledger_rows", "ledger_verify", "policy_ledger"],
+  filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
+    "a server killed mid-call|README.s ledger section)/",
+};
+
 /** Each module and the suites (test/<name>.test.ts) that guard it. */
 export const MODULES = {
   lock: { file: "core/plugins/trust/lock.ts", suites: ["lock_file", "pins", "plugins"] },
@@ -41,19 +48,8 @@ export const MODULES = {
   spawn: { file: "core/doors/spawn.ts", suites: ["spawn_requests", "spawn_group", "gate"] },
   allowed_signers: { file: "core/plugins/trust/allowed_signers.ts", suites: ["sshsig", "pins", "plugins"] },
   sshsig: { file: "core/plugins/trust/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
-  ledger: {
-    file: "core/governance/ledger.ts",
-    suites: ["ledger_rows", "ledger_verify", "policy_ledger"],
-    // Every describe but the deployment policy's, which is policy.ts's to guard.
-    filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
-      "a server killed mid-call|README.s ledger section)/",
-  },
-  ledger_verify: {
-    file: "core/governance/ledger_verify.ts",
-    suites: ["ledger_rows", "ledger_verify", "policy_ledger"],
-    filter: "/^(the ledger as it writes|ledger rows|warden ledger verify|call ledger|anchored ledger chains|" +
-      "a server killed mid-call|README.s ledger section)/",
-  },
+  ledger: { file: "core/governance/ledger.ts", ...LEDGER_GUARDS },
+  ledger_verify: { file: "core/governance/ledger_verify.ts", ...LEDGER_GUARDS },
   roots: { file: "core/doors/roots.ts", suites: ["roots"] },
 };
 
