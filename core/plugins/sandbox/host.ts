@@ -8,10 +8,21 @@ import { validateJsonSchema } from "../../json_schema.ts";
 import { log } from "../../log.ts";
 import { restrictRoots, type RootFs } from "../../doors/roots.ts";
 import type { ExternalContext, GateContext, ToolContext } from "../../tool.ts";
+import { CAPABILITY_NAMES, ruleOf } from "../../capabilities.ts";
+import type { Manifest } from "../trust/manifest.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "../trust/discover.ts";
 import { limitsOf, noCpuBudgetWhy, osLimits } from "./limits.ts";
 import type { PluginRuntime } from "./runtime.ts";
 
+/** What a manifest declares, under the names a built-in tool's capabilities use: the table maps one to the other. */
+function toolCapabilities(manifest: Manifest): CatalogEntry["capabilities"] {
+  const capabilities: Record<string, readonly string[]> = {};
+  for (const capability of CAPABILITY_NAMES) {
+    const { toolKey, manifestKey } = ruleOf(capability);
+    if (toolKey) capabilities[toolKey] = [...(manifest.capabilities[manifestKey] ?? [])];
+  }
+  return capabilities as CatalogEntry["capabilities"];
+}
 /** The plugins as the host serves them. */
 export interface LoadedPlugins {
   readonly records: readonly PluginRecord[];
@@ -42,11 +53,7 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
       { id: manifest.id, version: manifest.version, manifestDigest: record.manifestDigest! },
     ),
     risk: manifest.risk,
-    capabilities: {
-      spawn: [...(manifest.capabilities.argv ?? [])],
-      writeRoots: [...(manifest.capabilities.writeRoots ?? [])],
-      netHosts: [...(manifest.capabilities.netHosts ?? [])],
-    },
+    capabilities: toolCapabilities(manifest),
     validateInput: jsonValidator(tool.inputSchema),
     ...(tool.outputSchema ? { validateOutput: jsonValidator(tool.outputSchema) } : {}),
     invoke: (args: unknown, ctx: ToolContext) =>
