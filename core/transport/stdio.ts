@@ -113,6 +113,8 @@ export class StdioTransport {
   #discarding = false;
   #ended = false;
   #closed = false;
+  /** Lines written in this run of microtasks, sent with one write once it ends. */
+  #outgoing = "";
   readonly #decoder = new TextDecoder();
 
   start(): Promise<void> {
@@ -285,7 +287,16 @@ export class StdioTransport {
         },
       });
     }
-    platform().writeStdout(line + "\n");
+    if (this.#outgoing === "") queueMicrotask(() => this.flush());
+    this.#outgoing += line + "\n";
+  }
+
+  /** Writes the lines queued: answers released together (a ledger batch) share one write. */
+  flush(): void {
+    if (this.#outgoing === "") return;
+    const text = this.#outgoing;
+    this.#outgoing = "";
+    platform().writeStdout(text);
     this.onsent?.();
   }
 
