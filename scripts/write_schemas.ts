@@ -17,8 +17,8 @@ export function publishedSchemas(): Record<string, string> {
     "plugins-lock.schema.json": schema(LockSchema, "urn:warden:plugins-lock:v1", "warden plugins.lock.json"),
     "ledger-row.schema.json": schema(
       LedgerRowSchema,
-      "urn:warden:ledger-row:v2",
-      "warden call ledger row (versions 1 and 2)",
+      "urn:warden:ledger-row:v3",
+      "warden call ledger row (versions 1, 2 and 3)",
     ),
   };
 }

@@ -1,5 +1,5 @@
-// The ledger as it writes, in process: rows of one turn in one append, each
-// chained to the one before, who calls each time, the seal after the rows
+// The ledger as it writes, in process: rows of one turn in one append, in
+// groups chained to the one before, who calls each time, the seal after the rows
 // still queued, and what it says when it cannot write. Then what a row says of
 // a call's time through a server: the duration the call took, in
 // milliseconds, within what the client measured around it.
@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { Ledger, type LedgerCall } from "../core/governance/ledger.ts";
+import { GROUP_CHARS, Ledger, type LedgerCall } from "../core/governance/ledger.ts";
 import { verifyLedger } from "../core/governance/ledger_verify.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
 import { connect, fixtureToolsDir, runtimeName, tempDir } from "./helpers.ts";
@@ -86,13 +86,44 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.deepEqual(appends.map((text) => text.split("\n").length - 1), [3, 1, 1, 1], "anchor, a and b; g; g; seal");
     const lines = rows();
     assert.deepEqual(lines.map((l) => JSON.parse(l).kind), ["anchor", "call", "call", "intent", "call", "seal"]);
-    lines.forEach((line, i) => {
-      const row = JSON.parse(line);
-      assert.equal(row.seq, i + 1);
-      assert.equal(row.prev, i === 0 ? "sha256:" + "0".repeat(64) : sha256(lines[i - 1]));
-    });
+    // One group after the anchor, which the seal closes: every row of it commits to the anchor, the seal to them all.
+    const prevs = [
+      "sha256:" + "0".repeat(64),
+      ...Array(4).fill(sha256(lines[0])),
+      sha256(lines.slice(1, 5).join("\n")),
+    ];
+    assert.deepEqual(lines.map((line) => JSON.parse(line).seq), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(lines.map((line) => JSON.parse(line).prev), prevs);
+    assert.ok(lines.every((line) => JSON.parse(line).v === 3));
     const [, a, b] = lines.map((l) => JSON.parse(l));
     assert.equal(a.time, b.time, "rows written together share their time");
+    assert.deepEqual((await verifyLedger(dir)).status, "intact");
+  });
+
+  it("closes a group once it holds GROUP_CHARS of text: the rows after it commit to all of its lines", async () => {
+    const { dir, ledger, rows } = await open("groups");
+    // One call at a time, settled after each as the transport does once a response is out.
+    let calls = 0;
+    while (rows().join("\n").length < 2.5 * GROUP_CHARS) {
+      assert.deepEqual(await ledger.call(finished(`t${calls++}`)), { ok: true });
+      ledger.settle();
+    }
+    await ledger.seal();
+    const lines = rows();
+    const prevs = lines.map((line) => JSON.parse(line).prev);
+    // Group boundaries: where prev changes. The anchor alone, two full groups, the rest, the seal alone.
+    const starts = prevs.flatMap((prev, i) => (i > 0 && prev === prevs[i - 1] ? [] : [i]));
+    assert.equal(starts.length, 5, `groups start at lines ${starts.map((i) => i + 1).join(", ")}`);
+    assert.deepEqual([starts[0], starts[1], starts[4]], [0, 1, lines.length - 1]);
+    for (let g = 1; g < starts.length; g++) {
+      const group = lines.slice(starts[g - 1], starts[g]).join("\n");
+      assert.equal(prevs[starts[g]], sha256(group), `group ${g + 1} commits to group ${g}`);
+      // The full ones closed with the first row that reached the limit, not before, not later.
+      if (g === 2 || g === 3) {
+        assert.ok(group.length >= GROUP_CHARS, `group ${g} of ${group.length} characters`);
+        assert.ok(group.length - lines[starts[g] - 1].length - 1 < GROUP_CHARS, `group ${g} closed late`);
+      }
+    }
     assert.deepEqual((await verifyLedger(dir)).status, "intact");
   });
 
@@ -180,8 +211,10 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.deepEqual(anchor.heads, [{ file: old, seq: 2, hash: sha256('{"seq":2,"v":1}') }]);
   });
 
-  it("anchors to the last whole row of each file, however long, torn or damaged, and to seq 0 of an empty one", async () => {
+  it("anchors to the last whole row and its group in each file, however long, torn or damaged, and to seq 0 of an empty one", async () => {
     const { dir, ledger } = await open("heads");
+    const row = (seq: number, prev: string) => `{"pad":"${"x".repeat(1000)}","prev":"${prev}","seq":${seq},"v":3}`;
+    const grouped = [row(1, "sha256:a"), ...[2, 3, 4, 5, 6, 7, 8, 9].map((seq) => row(seq, "sha256:b"))];
     const long = `{"pad":"${"x".repeat(10_000)}","seq":2,"v":1}`;
     const files: [string, string, { seq: number; line: string | null }][] = [
       ["a", '{"seq":1,"v":1}\n', { seq: 1, line: '{"seq":1,"v":1}' }],
@@ -191,6 +224,12 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
       ["e", '{"seq":1,"v":1}\nnot json\n', { seq: 0, line: "not json" }],
       ["f", '{"seq":-3,"v":1}\n', { seq: 0, line: '{"seq":-3,"v":1}' }],
       ["g", '{"seq":"7","v":1}\n', { seq: 0, line: '{"seq":"7","v":1}' }],
+      // Version 3: the last group, as far back as it goes, past the first read of 4096 bytes, not the row before it.
+      ["i", `${grouped[0]}\n${grouped.slice(1).join("\n")}\n`, { seq: 9, line: grouped.slice(1).join("\n") }],
+      // A group that starts at the file's first line; a torn row after it.
+      ["j", `${grouped.slice(1, 4).join("\n")}\n{"prev":"sha256:1`, { seq: 4, line: grouped.slice(1, 4).join("\n") }],
+      // Rows without a prev are each a group of one (the rows of no version have none).
+      ["k", '{"seq":1,"v":3}\n{"seq":2,"v":3}\n', { seq: 2, line: '{"seq":2,"v":3}' }],
     ];
     const name = (label: string) => `2026-01-01T00-00-00-000Z-${label}.jsonl`;
     for (const [label, text] of files) writeFileSync(path.join(dir, name(label)), text);

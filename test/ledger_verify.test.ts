@@ -64,13 +64,22 @@ const intent = (fields: Row = {}): Row => ({
 });
 const seal = (): Row => ({ kind: "seal", pid: DEAD, time: TIME, v: 2 });
 
-/** The lines of a chained file: each row gets its seq and the hash of the line before, unless it names its own. */
+/** The lines of a version 2 file: each row gets its seq and the hash of the line before, unless it names its own. */
 function chain(rows: Row[]): string[] {
+  return grouped(rows.map((row) => [row]));
+}
+
+/**
+ * The lines of a file whose rows are in groups (version 3): each row gets its seq and the hash of the group before
+ * (its lines joined by newlines), unless it names its own; the rows are version 3 unless they name their version.
+ */
+function grouped(groups: Row[][], v = 2): string[] {
   let prev = GENESIS;
-  return rows.map((row, i) => {
-    const line = canonical({ seq: i + 1, prev, ...row });
-    prev = sha256(line);
-    return line;
+  let seq = 0;
+  return groups.flatMap((rows) => {
+    const lines = rows.map((row) => canonical({ seq: ++seq, prev, ...row, v: row.v === 2 ? v : row.v }));
+    prev = sha256(lines.join("\n"));
+    return lines;
   });
 }
 
@@ -119,11 +128,15 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
       2,
       'not a ledger row (unknown kind "audit"; expected anchor, call, intent or seal)',
     );
-    add(chain([anchor(), call({ v: 3 })]), 2, "not a ledger row of a known version (v 3; this warden reads 1 and 2)");
+    add(
+      chain([anchor(), call({ v: 4 })]),
+      2,
+      "not a ledger row of a known version (v 4; this warden reads 1, 2 and 3)",
+    );
     add(
       chain([anchor(), call({ v: undefined })]),
       2,
-      "not a ledger row of a known version (v undefined; this warden reads 1 and 2)",
+      "not a ledger row of a known version (v undefined; this warden reads 1, 2 and 3)",
     );
     add(
       chain([anchor(), call({ decision: "maybe" })]),
@@ -134,6 +147,21 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add([spaced[0], spaced[1].replace('"decision":', '"decision": ')], 2, "not in canonical form");
     add(chain([anchor(), call({ seq: 3 })]), 2, "seq 3 where 2 was due");
     add(chain([anchor(), call(), call({ prev: GENESIS })]), 3, "prev does not match the previous row");
+    // Version 2 wrote one row per group: two rows with one prev are a row removed, or one inserted.
+    add(grouped([[anchor()], [call(), call()]]), 3, "prev does not match the previous row");
+    // Version 3: a group commits to every line of the one before; an edit there is found where the next one starts.
+    const edited = grouped([[anchor()], [call(), call(), call()], [call()], [seal()]], 3);
+    add(
+      [...edited.slice(0, 2), edited[2].replace('"durationMs":1.5', '"durationMs":2.5'), ...edited.slice(3)],
+      5,
+      "prev does not match the rows before it (lines 2 to 4)",
+    );
+    add(grouped([[anchor()], [call()], [call({ prev: GENESIS })]], 3), 3, "prev does not match the previous row");
+    add(
+      grouped([[anchor()], [call(), call()]], 3).map((l, i) => i === 2 ? l.replace('"v":3', '"v":2') : l),
+      3,
+      "a version 2 row in a version 3 file",
+    );
     const v1 = {
       argsHash: sha256("{}"),
       decision: "allowed",
@@ -156,7 +184,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       replaced([anchor(), call()], 1, "null"),
       2,
-      "not a ledger row of a known version (v undefined; this warden reads 1 and 2)",
+      "not a ledger row of a known version (v undefined; this warden reads 1, 2 and 3)",
     );
     add(
       chain([anchor(), call({ kind: ["call"] })]),
@@ -315,14 +343,37 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     write(dir, name(0), chain([v1]));
     write(dir, name(1), chain([anchor(), call()].map((row) => ({ ...row, pid: process.pid }))));
     write(dir, name(2), chain([anchor(), call(), seal()].map((row) => ({ ...row, pid: process.pid }))));
+    // Version 3: rows in groups.
+    write(dir, name(3), grouped([[anchor()], [call(), intent(), call({ intent: 3 })], [call()], [seal()]], 3));
     const found = await verify(dir);
     assert.equal(found.code, 0, found.text.join("\n"));
     assert.deepEqual(found.text, [
-      "Ledger intact: 6 rows in 3 file(s)",
+      "Ledger intact: 12 rows in 4 file(s)",
       `note: ${name(0)}: version 1 (no anchor or seal): its end cannot be checked`,
       `note: ${name(1)}: not sealed yet: its process (pid ${process.pid}) is running`,
     ]);
     assert.deepEqual(found.report.findings, []);
+  });
+
+  it("finds a row of a crashed file's last group edited, through the later anchor that committed to the group", async () => {
+    const dir = path.join(work.dir, "last-group");
+    const crashed = grouped([[anchor()], [call(), intent(), call()]], 3);
+    const name = write(dir, "2026-01-01T00-00-00-000Z-1.jsonl", crashed);
+    const head = { file: name, hash: sha256(crashed.slice(1).join("\n")), seq: 4 };
+    const later = write(dir, "2026-01-01T00-00-01-000Z-1.jsonl", grouped([[anchor([head])], [seal()]], 3));
+    let found = await verify(dir);
+    assert.equal(found.code, 9, found.text.join("\n"));
+    assert.deepEqual(found.report.findings.map((f) => f.kind), ["unsealed", "unfinished"]);
+    // No row after it commits to the group: only the anchor's head does.
+    write(dir, name, crashed.map((line, i) => (i === 2 ? line.replace('"tool":"run"', '"tool":"ran"') : line)));
+    found = await verify(dir);
+    assert.equal(found.code, 3, found.text.join("\n"));
+    assert.deepEqual(found.report.findings[0], {
+      kind: "broken",
+      file: name,
+      line: 4,
+      problem: `rows 2 to 4 are not those the anchor of ${later} (line 1) committed to (the file was rewritten)`,
+    });
   });
 
   it("reads an anchor longer than the first read of a file whole, and takes seq 0 as a file with no row", async () => {

@@ -176,23 +176,34 @@ describe(`call ledger (${runtimeName})`, () => {
     assert.equal(rows.length, 41);
     assert.ok(rows.some((r) => r.tool === "fixture_throws" && r.outcome === "error" && r.errorCode === "tool_failed"));
     assert.ok(
-      rows.every((r) => r.decision === "allowed" && r.intent === null && r.v === 2),
+      rows.every((r) => r.decision === "allowed" && r.intent === null && r.v === 3),
       "read tools write no intent",
     );
   });
 
-  it("names the first bad row of an edited ledger (exit 3)", async () => {
+  it("names the rows of an edited ledger's group and the row that commits to them (exit 3)", async () => {
     const copy = path.join(work.dir, "edited");
     mkdirSync(copy);
     const [first] = files();
     const lines = readFileSync(first, "utf8").split("\n");
+    // Line 5's group: the rows around it with its prev; the next row's prev is their hash.
+    const prevOf = (i: number) => JSON.parse(lines[i]).prev;
+    let start = 4;
+    while (prevOf(start - 1) === prevOf(4)) start--;
+    let next = 5;
+    while (prevOf(next) === prevOf(4)) next++;
     lines[4] = lines[4].replace('"tool":"fixture_echo"', '"tool":"fixture_elsewhere"');
     writeFileSync(path.join(copy, path.basename(first)), lines.join("\n"));
     const { code, stdout } = await runWarden(["ledger", "verify", "--ledger", copy]);
     assert.equal(code, 3);
     const out = stdout.split("\n");
     assert.match(out[0], /^Ledger broken: \d+ rows in 1 file\(s\), 1 finding\(s\)$/);
-    assert.equal(out[1], `broken: ${path.basename(first)} line 6: prev does not match the previous row`);
+    assert.equal(
+      out[1],
+      `broken: ${path.basename(first)} line ${next + 1}: prev does not match the rows before it (lines ${
+        start + 1
+      } to ${next})`,
+    );
   });
 
   it("tells a torn tail (exit 4), an absent ledger (exit 5) and an unreadable one (exit 6) apart", async () => {
@@ -449,9 +460,13 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
       assert.equal(third.code, 0, third.stderr);
       const [, server, twice, thrice] = readdirSync(dir).sort();
       const anchorOf = (name: string) => JSON.parse(linesOf(path.join(dir, name))[0]).heads;
+      // A head commits to the file's last group: its rows with the last row's prev (the seal alone, once sealed).
       const head = (name: string) => {
         const lines = linesOf(path.join(dir, name));
-        return { file: name, hash: sha256(lines.at(-1)!), seq: lines.length };
+        const prevOf = (line: string) => JSON.parse(line).prev;
+        let first = lines.length - 1;
+        while (first > 0 && prevOf(lines[first - 1]) === prevOf(lines[first])) first--;
+        return { file: name, hash: sha256(lines.slice(first).join("\n")), seq: lines.length };
       };
       const serverLines = linesOf(path.join(dir, server));
       // The server's anchor named the first file, so the second process leaves it out and names the server's file.
@@ -484,12 +499,20 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
     const newest = copy("edit-newest");
     const last = path.join(newest, names[2]);
     const rows = linesOf(last);
-    // The last call, just before the seal.
+    // The last call, just before the seal: the seal commits to its group, the rows with its prev.
+    const prevOf = (line: string) => JSON.parse(line).prev;
+    let first = rows.length - 2;
+    while (prevOf(rows[first - 1]) === prevOf(rows[first])) first--;
     rows[rows.length - 2] = rows.at(-2)!.replace('"durationMs":', '"durationMs":1');
     writeFileSync(last, rows.join("\n") + "\n");
     found = await verify(newest);
     assert.equal(found.code, 3);
-    assert.equal(found.text[1], `broken: ${names[2]} line ${rows.length}: prev does not match the previous row`);
+    assert.equal(
+      found.text[1],
+      `broken: ${names[2]} line ${rows.length}: prev does not match the rows before it (lines ${first + 1} to ${
+        rows.length - 1
+      })`,
+    );
   });
 
   it("finds trailing rows removed: truncated where a later anchor saw more, unsealed where none did", async () => {
@@ -557,12 +580,12 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
       file: "2026-01-01T00-00-00-000Z-42.jsonl",
       note: "version 1 (no anchor or seal): its end cannot be checked",
     }]);
-    writeFileSync(path.join(dir, "2026-01-01T00-00-00-000Z-42.jsonl"), `${one}\n${two.replace('"v":1', '"v":3')}\n`);
+    writeFileSync(path.join(dir, "2026-01-01T00-00-00-000Z-42.jsonl"), `${one}\n${two.replace('"v":1', '"v":4')}\n`);
     found = await verify(dir);
     assert.equal(found.code, 3);
     assert.equal(
       found.text[1],
-      "broken: 2026-01-01T00-00-00-000Z-42.jsonl line 2: not a ledger row of a known version (v 3; this warden reads 1 and 2)",
+      "broken: 2026-01-01T00-00-00-000Z-42.jsonl line 2: not a ledger row of a known version (v 4; this warden reads 1, 2 and 3)",
     );
   });
 

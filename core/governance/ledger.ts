@@ -1,8 +1,11 @@
 // The call ledger: append-only, hash-chained JSONL. Each server process writes
 // its own file (<dir>/<started>-<pid>.jsonl), so concurrent servers never
-// interleave rows and no lock is needed. Each row carries `prev`, the sha256
-// of the previous row's exact line, so an edited, removed or reordered row
-// breaks the chain. The chains are anchored across files: a file's first row
+// interleave rows and no lock is needed. The rows form groups, each group the
+// rows that carry the same `prev`: the sha256 of the previous group's exact
+// lines (joined by newlines), so an edited, removed or reordered row breaks
+// the chain. A group is closed once it holds GROUP_CHARS of text, or at the
+// seal: one hash per group, not per row, since hashing every row cost deno a
+// quarter of a trivial call's throughput. The chains are anchored across files: a file's first row
 // commits to the heads (name, last seq, last row hash) of the files it found,
 // and a clean exit seals the file with a last row, so a removed tail or a
 // deleted file is found too. A `gate` or `external-side-effect` call writes an
@@ -17,8 +20,17 @@ import { type AppendOnlyFile, platform } from "../platform/mod.ts";
 import { loadNativeSha256, sha256Hex } from "../sha256.ts";
 import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 
-/** The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals) and 2. */
-export const LEDGER_VERSION = 2;
+/**
+ * The row format this warden writes; verify reads versions 1 (calls only, no anchors or seals), 2 (anchors,
+ * intents and seals; a group of one row each) and 3 (groups of rows).
+ */
+export const LEDGER_VERSION = 3;
+/**
+ * A group is closed, and the next row's `prev` is its hash, once its lines hold this many characters (about forty
+ * rows): the hash costs one native call per group, and a row not yet committed to by a later one is at most this far
+ * from the end.
+ */
+export const GROUP_CHARS = 16 * 1024;
 /** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
 const UNCHANGED_MARGIN_MS = 2000;
 /** Tools whose row text is kept (then it starts over): more than a catalog holds. */
@@ -29,6 +41,8 @@ export const GENESIS = "sha256:" + "0".repeat(64);
 const Digest = v.pipe(v.string(), v.regex(/^sha256:[0-9a-f]{64}$/));
 const Seq = v.pipe(v.number(), v.integer(), v.minValue(1));
 const Time = v.pipe(v.string(), v.isoTimestamp());
+/** Versions 2 and 3 have the same rows; 3 groups them. */
+const Version = v.picklist([2, 3]);
 const Risk = v.picklist(RISK_CLASSES as [RiskClass, ...RiskClass[]]);
 const Plugin = v.nullable(v.strictObject({ id: v.string(), manifestDigest: Digest }));
 const callFields = {
@@ -55,7 +69,7 @@ export const V1Row = v.strictObject({
 });
 /** A call, run or refused; `intent` is the seq of its intent row, when it has one. */
 const CallRow = v.strictObject({
-  v: v.literal(2),
+  v: Version,
   kind: v.literal("call"),
   seq: Seq,
   time: Time,
@@ -66,7 +80,7 @@ const CallRow = v.strictObject({
 });
 /** Written before a gate or external-side-effect tool runs; the call row that ends it names its seq. */
 export const IntentRow = v.strictObject({
-  v: v.literal(2),
+  v: Version,
   kind: v.literal("intent"),
   seq: Seq,
   time: Time,
@@ -86,7 +100,7 @@ const Head = v.strictObject({
 });
 /** A file's first row: the heads it commits to. */
 const AnchorRow = v.strictObject({
-  v: v.literal(2),
+  v: Version,
   kind: v.literal("anchor"),
   seq: v.literal(1),
   time: Time,
@@ -96,7 +110,7 @@ const AnchorRow = v.strictObject({
 });
 /** A file's last row, written on a clean exit. */
 const SealRow = v.strictObject({
-  v: v.literal(2),
+  v: Version,
   kind: v.literal("seal"),
   seq: Seq,
   time: Time,
@@ -104,7 +118,8 @@ const SealRow = v.strictObject({
   prev: Digest,
 });
 
-export const V2_ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow } as const;
+/** The rows of versions 2 and 3, by kind. */
+export const ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow } as const;
 
 /** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
 export const LedgerRowSchema = v.union([v.variant("kind", [AnchorRow, CallRow, IntentRow, SealRow]), V1Row]);
@@ -189,8 +204,8 @@ export class Ledger {
   readonly #openFile: OpenAppendOnly;
   #file: AppendOnlyFile | undefined;
   #prev = GENESIS;
-  /** The last row written whose hash (the next row's `prev`) is not yet computed. */
-  #unhashed: string | undefined;
+  /** The lines of the open group (the rows whose `prev` is `#prev`), joined by newlines; "" when it has none. */
+  #group = "";
   /** The last seq given out (rows are written in seq order). */
   #seq = 0;
   #broken: AppendOutcome | undefined;
@@ -285,7 +300,7 @@ export class Ledger {
       pluginPrev: `","pid":${this.#pid},"plugin":${pluginField(entry.plugin)},"prev":"`,
       principal: `","principal":${nullableString(entry.principal)}`,
       riskSeq: `,"risk":"${entry.risk}","seq":`,
-      toolEnd: `","tool":${JSON.stringify(entry.tool)},"v":2}`,
+      toolEnd: `","tool":${JSON.stringify(entry.tool)},"v":${LEDGER_VERSION}}`,
     };
     if (this.#whos.size >= WHO_ENTRIES) this.#whos.clear();
     this.#whos.set(entry.tool, who);
@@ -306,7 +321,7 @@ export class Ledger {
       const time = this.#now();
       // The first batch waits for the heads anyway: the native hash loads meanwhile (deno: its node layer, once).
       this.#anchor = Promise.all([this.#readHeads(), loadNativeSha256()]).then(([heads]) =>
-        canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time, v: 2 })
+        canonicalJson({ heads, kind: "anchor", pid: this.#pid, prev: GENESIS, seq: 1, time, v: LEDGER_VERSION })
       );
     }
     return ++this.#seq;
@@ -329,7 +344,7 @@ export class Ledger {
     return this.#batch;
   }
 
-  /** Writes the queued rows with one append, each chained to the one before. */
+  /** Writes the queued rows with one append, into the open group. */
   #flush(): AppendOutcome {
     const rows = this.#queue;
     this.#batch = undefined;
@@ -338,22 +353,18 @@ export class Ledger {
     this.settle();
     let text = "";
     if (this.#file === undefined) {
+      // The anchor is a group of its own: the first rows commit to it at once.
       text = this.#anchorLine + "\n";
       this.#prev = "sha256:" + sha256Hex(this.#anchorLine!);
     }
     // The rows of one append were all ready in one turn: they share its time.
     const time = this.#now();
     let seq = this.#seq - rows.length;
-    const last = rows.length - 1;
-    for (let i = 0; i < last; i++) {
-      const line = this.#line(rows[i], ++seq, time);
-      text += line + "\n";
-      this.#prev = "sha256:" + sha256Hex(line);
-    }
-    const line = this.#line(rows[last], ++seq, time);
+    let lines = this.#line(rows[0], ++seq, time);
+    for (let i = 1; i < rows.length; i++) lines += "\n" + this.#line(rows[i], ++seq, time);
     try {
       this.#file ??= this.#open();
-      this.#file.append(text + line + "\n");
+      this.#file.append(text + lines + "\n");
     } catch (error) {
       // A failed append may have left part of a line: this file's chain cannot go on.
       return this.#fail(
@@ -362,7 +373,7 @@ export class Ledger {
         }); later calls are not recorded either`,
       );
     }
-    this.#unhashed = line;
+    this.#group = this.#group === "" ? lines : this.#group + "\n" + lines;
     return WRITTEN;
   }
 
@@ -375,14 +386,18 @@ export class Ledger {
   }
 
   /**
-   * Hashes the last row written, if that is still to do. The transport calls
-   * it once a response is out, so the hash is off the call's path; a flush
-   * calls it too, so a row never waits on anyone else.
+   * Closes the open group once it is full: its hash is the next row's
+   * `prev`. The transport calls it once a response is out, so the hash is
+   * off the call's path; a flush calls it too, so a group never outgrows
+   * GROUP_CHARS by more than one append.
    */
   settle(): void {
-    if (this.#unhashed === undefined) return;
-    this.#prev = "sha256:" + sha256Hex(this.#unhashed);
-    this.#unhashed = undefined;
+    if (this.#group.length >= GROUP_CHARS) this.#close();
+  }
+
+  #close(): void {
+    this.#prev = "sha256:" + sha256Hex(this.#group);
+    this.#group = "";
   }
 
   /**
@@ -395,9 +410,10 @@ export class Ledger {
     if (this.#sealed) return;
     this.#sealed = true;
     if (this.#file === undefined || this.#broken) return;
-    this.settle();
+    // The seal is a group of its own, so it commits to every row before it.
+    if (this.#group !== "") this.#close();
     const line = `{"kind":"seal","pid":${this.#pid},"prev":"${this.#prev}","seq":${++this
-      .#seq},"time":"${this.#now()}","v":2}`;
+      .#seq},"time":"${this.#now()}","v":${LEDGER_VERSION}}`;
     try {
       this.#file.append(line + "\n");
       this.#file.close();
@@ -484,23 +500,45 @@ export async function ledgerFiles(dir: string): Promise<string[]> {
 
 const decoder = new TextDecoder();
 
-/** The last complete row of a file: its seq and hash; seq 0 when there is none. */
+/** A line's `prev`, or undefined when it is no row with one. */
+function prevOf(line: string): unknown {
+  try {
+    return JSON.parse(line)?.prev;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A file's head: the seq of its last complete row (0 when there is none or it
+ * is damaged) and the hash of its last group up to that row (the lines with
+ * that row's `prev`, as the next row would commit to them: the row alone in
+ * a version 1 or 2 file), so that an anchor commits to every row no later one does.
+ */
 async function readHead(file: string): Promise<{ seq: number; hash: string }> {
   for (let window = 4096;; window *= 8) {
     const { size, bytes } = await platform().fs.readRange(file, -window, window);
+    const whole = bytes.length >= size;
     const end = bytes.lastIndexOf(10);
-    const start = end === -1 ? -1 : bytes.lastIndexOf(10, end - 1);
-    if (start === -1 && bytes.length < size) continue;
+    if (end === -1 && !whole) continue;
     if (end === -1) return { seq: 0, hash: GENESIS };
-    const line = decoder.decode(bytes.subarray(start + 1, end));
+    const lines = decoder.decode(bytes.subarray(0, end)).split("\n");
+    // Unless the window holds the whole file, its first line may be cut.
+    const firstWhole = whole ? 0 : 1;
+    if (lines.length <= firstWhole) continue;
+    let first = lines.length - 1;
     let seq = 0;
     try {
-      const parsed = JSON.parse(line)?.seq;
-      if (Number.isSafeInteger(parsed) && parsed > 0) seq = parsed;
+      const last = JSON.parse(lines[first]);
+      if (Number.isSafeInteger(last?.seq) && last.seq > 0) seq = last.seq;
+      const prev = last?.prev;
+      if (typeof prev === "string") { while (first > firstWhole && prevOf(lines[first - 1]) === prev) first--; }
     } catch {
       // A damaged row is still committed to by its hash; verify reports the damage.
     }
-    return { seq, hash: "sha256:" + sha256Hex(line) };
+    // The group may begin before the window.
+    if (first === firstWhole && !whole) continue;
+    return { seq, hash: "sha256:" + sha256Hex(lines.slice(first).join("\n")) };
   }
 }
 

@@ -1,4 +1,4 @@
-// `warden ledger verify`'s checks: each file's chain row by row, then the
+// `warden ledger verify`'s checks: each file's chain group by group, then the
 // anchors, seals and intents across files (the format is ledger.ts's).
 import * as v from "valibot";
 import path from "node:path";
@@ -6,7 +6,7 @@ import { canonicalJson } from "../canonical_json.ts";
 import { messageOf } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { loadNativeSha256, sha256Hex } from "../sha256.ts";
-import { GENESIS, type Head, IntentRow, ledgerFiles, type LedgerRow, readAnchor, V1Row, V2_ROWS } from "./ledger.ts";
+import { GENESIS, type Head, IntentRow, ledgerFiles, type LedgerRow, readAnchor, ROWS, V1Row } from "./ledger.ts";
 
 /** Exit codes of `warden ledger verify`: 0 intact, else that of the most severe finding. */
 export const VERIFY_EXIT = {
@@ -57,9 +57,9 @@ interface Scanned {
   readonly name: string;
   /** Intact rows read. */
   rows: number;
-  /** The hash of each row some anchor names, by seq. */
-  readonly hashes: Map<number, string>;
-  version: 1 | 2 | undefined;
+  /** For each row some anchor names, by seq: the hash of its group up to it, and the group's first line. */
+  readonly hashes: Map<number, { hash: string; from: number }>;
+  version: 1 | 2 | 3 | undefined;
   anchor: readonly Head[] | undefined;
   sealed: boolean;
   /** Read up to a bad row only. */
@@ -76,7 +76,12 @@ function describeRow(row: LedgerRow): string {
   return `${row.kind} of "${row.tool}" at ${row.time}`;
 }
 
-/** Checks one file's chain row by row; adds what is wrong to `findings`. */
+/**
+ * Checks one file's chain; adds what is wrong to `findings`. A group is the
+ * consecutive rows with the same `prev`, which must be the hash of the group
+ * before (its lines joined by newlines), the first group's GENESIS. Versions 1
+ * and 2 wrote groups of one row.
+ */
 function scanFile(
   name: string,
   text: string,
@@ -97,7 +102,9 @@ function scanFile(
   };
   const lines = text.split("\n");
   const torn = lines.pop() !== "";
-  let prev = GENESIS;
+  /** The `prev` of the open group, and its first line's index. */
+  let groupPrev: string | undefined;
+  let groupStart = 0;
   for (const [i, line] of lines.entries()) {
     const bad = (why: string): Scanned => {
       findings.push({ kind: "broken", file: name, line: i + 1, problem: why });
@@ -114,14 +121,14 @@ function scanFile(
     const kind = (value as { kind?: unknown } | null)?.kind;
     const schema = version === 1
       ? V1Row
-      : version === 2 && typeof kind === "string" && Object.hasOwn(V2_ROWS, kind)
-      ? V2_ROWS[kind as keyof typeof V2_ROWS]
+      : (version === 2 || version === 3) && typeof kind === "string" && Object.hasOwn(ROWS, kind)
+      ? ROWS[kind as keyof typeof ROWS]
       : undefined;
     if (!schema) {
       return bad(
-        version === 2
+        version === 2 || version === 3
           ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent or seal)`
-          : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1 and 2)`,
+          : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1, 2 and 3)`,
       );
     }
     const parsed = v.safeParse(schema, value);
@@ -129,11 +136,23 @@ function scanFile(
     const row = parsed.output as LedgerRow;
     if (canonicalJson(row) !== line) return bad("not in canonical form");
     if (row.seq !== i + 1) return bad(`seq ${row.seq} where ${i + 1} was due`);
-    if (row.prev !== prev) return bad("prev does not match the previous row");
     file.version ??= row.v;
     if (row.v !== file.version) return bad(`a version ${row.v} row in a version ${file.version} file`);
+    if (row.prev !== groupPrev || file.version < 3) {
+      // A new group: its prev commits to the one before.
+      const due = i === 0 ? GENESIS : "sha256:" + sha256Hex(lines.slice(groupStart, i).join("\n"));
+      if (row.prev !== due) {
+        return bad(
+          i - groupStart > 1
+            ? `prev does not match the rows before it (lines ${groupStart + 1} to ${i})`
+            : "prev does not match the previous row",
+        );
+      }
+      groupPrev = row.prev;
+      groupStart = i;
+    }
     if (file.sealed) return bad("a row after the seal");
-    if (row.v === 2) {
+    if (row.v !== 1) {
       if ((i === 0) !== (row.kind === "anchor")) {
         return bad(i === 0 ? "the first row is not an anchor" : "an anchor after the first row");
       }
@@ -145,9 +164,13 @@ function scanFile(
       }
     }
     file.pid ??= row.pid;
-    prev = "sha256:" + sha256Hex(line);
     file.rows++;
-    if (wanted?.has(row.seq)) file.hashes.set(row.seq, prev);
+    if (wanted?.has(row.seq)) {
+      file.hashes.set(row.seq, {
+        hash: "sha256:" + sha256Hex(lines.slice(groupStart, i + 1).join("\n")),
+        from: groupStart + 1,
+      });
+    }
     file.last = { line: i + 1, row };
   }
   if (torn) {
@@ -219,12 +242,15 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
           line: target.rows + 1,
           problem: `rows ${target.rows + 1} to ${head.seq} were removed; ${by} its row ${head.seq}`,
         });
-      } else if (head.seq > 0 && target.hashes.get(head.seq) !== head.hash) {
+      } else if (head.seq > 0 && target.hashes.get(head.seq)?.hash !== head.hash) {
+        const from = target.hashes.get(head.seq)?.from ?? head.seq;
         findings.push({
           kind: "broken",
           file: head.file,
           line: head.seq,
-          problem: `not the row ${by} (the file was rewritten)`,
+          problem: from === head.seq
+            ? `not the row ${by} (the file was rewritten)`
+            : `rows ${from} to ${head.seq} are not those ${by} (the file was rewritten)`,
         });
       }
     }
