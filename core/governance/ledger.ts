@@ -1,17 +1,18 @@
 // The call ledger: append-only, hash-chained JSONL. Each server process writes
 // its own file (<dir>/<started>-<pid>.jsonl), so concurrent servers never
 // interleave rows and no lock is needed. The rows form groups, each group the
-// rows that carry the same `prev`: the sha256 of the previous group's exact
-// lines (joined by newlines), so an edited, removed or reordered row breaks
-// the chain. A group is closed once it holds GROUP_CHARS of text, or at the
-// seal: one hash per group, not per row, since hashing every row cost deno a
-// quarter of a trivial call's throughput. The chains are anchored across files: a file's first row
-// commits to the heads (name, last seq, last row hash) of the files it found,
-// and a clean exit seals the file with a last row, so a removed tail or a
-// deleted file is found too. A `gate` or `external-side-effect` call writes an
-// intent row before its tool runs, so a crash during it leaves a call that
-// never finished. Arguments are never written, only their hash. This file is
-// the row format and the writer; ledger_verify.ts checks what it wrote.
+// consecutive rows that carry the same `prev`: the sha256 of the previous
+// group's exact lines (joined by newlines), so an edited, removed or
+// reordered row breaks the chain. A group is closed once it holds GROUP_CHARS
+// of text, or at the seal: one hash per group, since one per row cost deno a
+// fifth of a trivial call's throughput (scripts/bench/README.md). The chains
+// are anchored across files: a file's first row commits to the heads (name,
+// last seq, hash of the last group) of the files it found, and a clean exit
+// seals the file with a last row, so a removed tail or a deleted file is found
+// too. A `gate` or `external-side-effect` call writes an intent row before its
+// tool runs, so a crash during it leaves a call that never finished.
+// Arguments are never written, only their hash. This file is the row format
+// and the writer; ledger_verify.ts checks what it wrote.
 import * as v from "valibot";
 import path from "node:path";
 import { canonicalJson } from "../canonical_json.ts";
@@ -26,11 +27,11 @@ import { RISK_CLASSES, type RiskClass } from "../tool.ts";
  */
 export const LEDGER_VERSION = 3;
 /**
- * A group is closed, and the next row's `prev` is its hash, once its lines hold this many characters (about forty
- * rows): the hash costs one native call per group, and a row not yet committed to by a later one is at most this far
- * from the end.
+ * A group is closed, and the next row's `prev` is its hash, once its lines hold this many characters (about ten rows).
+ * A hash costs a fixed part per call (most of it under deno) and a part per byte: larger groups would save little, and
+ * the rows of a crashed file's last group are committed to by no later row.
  */
-export const GROUP_CHARS = 16 * 1024;
+export const GROUP_CHARS = 4096;
 /** How long before an anchor was begun a file must have been last written for a later anchor to skip reading it. */
 const UNCHANGED_MARGIN_MS = 2000;
 /** Tools whose row text is kept (then it starts over): more than a catalog holds. */
