@@ -95,8 +95,11 @@ function configFor(key, { file, suites, filter }, lines) {
     $schema: "./node_modules/@stryker-mutator/core/schema/stryker-schema.json",
     testRunner: "command",
     // --no-check: the instrumented module carries // @ts-nocheck anyway, and type checking each run costs seconds.
+    // CI=true: a test that would skip (skipOrFail: a package missing, a path out of reach) fails the initial run
+    // instead of passing with every mutant it guards surviving unseen (deno's node:test prints a skip as "ok").
     commandRunner: {
       command: [
+        "CI=true",
         deno,
         ...["test", "--no-prompt", "--allow-all", "--no-check", "--fail-fast"],
         ...(filter ? ["--filter", `'${filter}'`] : []),
