@@ -1,10 +1,11 @@
-// Writes schema/plugin-manifest.schema.json and schema/plugins-lock.schema.json
+// Writes schema/plugin-manifest.schema.json, schema/plugins-lock.schema.json, the ledger row and job store schemas
 // from the valibot schemas the host validates with, so the published JSON
 // Schemas cannot drift from the code. test/schemas.test.ts fails when they do.
 //   node_modules/.bin/deno run --allow-read --allow-write=schema scripts/write_schemas.ts
 import { toJsonSchema } from "@valibot/to-json-schema";
 import { prettyCanonicalJson } from "../core/canonical_json.ts";
 import { LedgerRowSchema } from "../core/governance/ledger.ts";
+import { JobStoreFileSchema } from "../core/jobs/store.ts";
 import { LockSchema } from "../core/plugins/trust/lock.ts";
 import { ManifestSchema } from "../core/plugins/trust/manifest.ts";
 
@@ -19,6 +20,11 @@ export function publishedSchemas(): Record<string, string> {
       LedgerRowSchema,
       "urn:warden:ledger-row:v3",
       "warden call ledger row (versions 1, 2 and 3)",
+    ),
+    "job-store.schema.json": schema(
+      JobStoreFileSchema,
+      "urn:warden:job-store:v1",
+      "warden job store file (one per server process)",
     ),
   };
 }
