@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { initPlatform } from "../platform/mod.ts";
+import { initPlatform, platform } from "../platform/mod.ts";
 import { FileJobStore, type JobRecord, type JobStoreFile } from "./store.ts";
 
 /** A pid no process can have (above any pid_max): its files are an exited process's. */
@@ -49,7 +49,17 @@ describe("the file job store", () => {
     await store.save([job(1)]);
     assert.equal(JSON.parse(readFileSync(store.file, "utf8")).jobs.length, 1, "replaced, not appended");
     // Its own file is not restored by itself.
-    assert.equal((await store.restore(0)).size, 0);
+    assert.equal((await store.restore(0)).jobs.size, 0);
+  });
+
+  it("survives saves at once: each write of a file has a temp file of its own", async () => {
+    const dir = path.join(work, "at-once");
+    mkdirSync(dir);
+    const file = path.join(dir, "one.json");
+    const texts = Array.from({ length: 20 }, (_, i) => `{"n":${i}}`);
+    await Promise.all(texts.map((text) => platform().fs.writeFileAtomic(file, text)));
+    assert.ok(texts.includes(readFileSync(file, "utf8")));
+    assert.deepEqual(readdirSync(dir), ["one.json"], "no temp file left");
   });
 
   it("restores the jobs of an exited process, and of a running one as held by it", async () => {
@@ -62,7 +72,7 @@ describe("the file job store", () => {
     );
     // The test runner's parent runs as long as this test does.
     writeFileSync(path.join(dir, "b-2.json"), JSON.stringify(storeFile(process.ppid, now, [job(3)])));
-    const restored = await new FileJobStore(dir).restore(Date.now() - HOUR);
+    const restored = (await new FileJobStore(dir).restore(Date.now() - HOUR)).jobs;
     assert.deepEqual(
       [...restored.entries()].map(([id, r]) => [id.slice(-1), r.pid, r.heldBy, r.updatedAt, r.record.state]),
       [
@@ -80,8 +90,9 @@ describe("the file job store", () => {
     writeFileSync(path.join(dir, "a-1.json"), JSON.stringify(storeFile(DEAD, old, [job(1)])));
     writeFileSync(path.join(dir, "b-2.json"), JSON.stringify(storeFile(process.ppid, old, [job(2)])));
     writeFileSync(path.join(dir, "c-3.json"), JSON.stringify(storeFile(DEAD, new Date().toISOString(), [job(3)])));
-    const restored = await new FileJobStore(dir).restore(Date.now() - HOUR);
-    assert.deepEqual([...restored.keys()].map((id) => id.slice(-1)), ["2", "3"]);
+    const { jobs, expired } = await new FileJobStore(dir).restore(Date.now() - HOUR);
+    assert.deepEqual([...jobs.keys()].map((id) => id.slice(-1)), ["2", "3"]);
+    assert.deepEqual(expired, [job(1).id], "the removed file's jobs are expired, not unknown");
     assert.deepEqual(readdirSync(dir).sort(), ["b-2.json", "c-3.json"]);
   });
 
@@ -110,7 +121,7 @@ describe("the file job store", () => {
   });
 
   it("says which directory it cannot write, and an absent directory restores nothing", async () => {
-    assert.equal((await new FileJobStore(path.join(work, "absent")).restore(0)).size, 0);
+    assert.equal((await new FileJobStore(path.join(work, "absent")).restore(0)).jobs.size, 0);
     // A file where the directory should be: no user, root included, can write under it.
     const dir = path.join(work, "a-file");
     writeFileSync(dir, "");

@@ -439,7 +439,8 @@ export function denoPlatform(): Platform {
         new Promise<string>((resolve) => resolve(readTextFile(p, maxBytes))),
       writeFileAtomic: (p: string, data: string | Uint8Array) =>
         withCode(async () => {
-          const temp = `${p}.${Deno.pid}.${Date.now()}.tmp`;
+          // Unique per write: two writes of one file at once must not share (and remove) a temp file.
+          const temp = `${p}.${Deno.pid}.${crypto.randomUUID()}.tmp`;
           try {
             await Deno.writeFile(temp, typeof data === "string" ? encoder.encode(data) : data, { createNew: true });
             await Deno.rename(temp, p);

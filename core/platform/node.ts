@@ -382,7 +382,8 @@ export function nodePlatform(): Platform {
       readTextFile: (p: string, maxBytes = DEFAULT_MAX_TEXT_FILE_BYTES) =>
         new Promise<string>((resolve) => resolve(readTextFile(p, maxBytes))),
       async writeFileAtomic(p: string, data: string | Uint8Array) {
-        const temp = `${p}.${process.pid}.${Date.now()}.tmp`;
+        // Unique per write: two writes of one file at once must not share (and remove) a temp file.
+        const temp = `${p}.${process.pid}.${crypto.randomUUID()}.tmp`;
         try {
           await writeFile(temp, data, { flag: "wx" });
           await rename(temp, p);
