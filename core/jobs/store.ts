@@ -61,8 +61,11 @@ export interface RestoredJob {
 
 /** What jobs are kept in: this process's own, written whole; the others', read once at start. */
 export interface JobStore {
-  /** Reads every other process's jobs; removes the files of exited processes last written before `expiredBefore`. */
-  restore(expiredBefore: number): Promise<Map<string, RestoredJob>>;
+  /**
+   * Reads every other process's jobs; removes the files of exited processes last written before `expiredBefore`,
+   * and names their jobs' ids as expired.
+   */
+  restore(expiredBefore: number): Promise<{ jobs: Map<string, RestoredJob>; expired: string[] }>;
   /** Replaces this process's record of its jobs; throws a WardenError when it cannot. */
   save(jobs: readonly JobRecord[]): Promise<void>;
 }
@@ -84,18 +87,19 @@ export class FileJobStore implements JobStore {
     return this.#file;
   }
 
-  async restore(expiredBefore: number): Promise<Map<string, RestoredJob>> {
+  async restore(expiredBefore: number): Promise<{ jobs: Map<string, RestoredJob>; expired: string[] }> {
     let entries;
     try {
       entries = await platform().fs.readDir(this.#dir);
     } catch (error) {
-      if ((error as { code?: string }).code === "ENOENT") return new Map();
+      if ((error as { code?: string }).code === "ENOENT") return { jobs: new Map(), expired: [] };
       throw new WardenError(
         "config_invalid",
         problem(`The job store ${this.#dir} cannot be read`, messageOf(error).split("\n")[0]),
       );
     }
     const restored = new Map<string, RestoredJob>();
+    const expired: string[] = [];
     // Oldest first: the names start with the time their process started.
     const names = entries.filter((e) => e.kind === "file" && e.name.endsWith(".json")).map((e) => e.name).sort();
     for (const name of names) {
@@ -105,6 +109,7 @@ export class FileJobStore implements JobStore {
       const running = stored.pid !== this.#pid && await platform().processRunning(stored.pid);
       if (!running && Date.parse(stored.updatedAt) < expiredBefore) {
         await platform().fs.remove(file);
+        expired.push(...stored.jobs.map((job) => job.id));
         continue;
       }
       for (const record of stored.jobs) {
@@ -116,7 +121,7 @@ export class FileJobStore implements JobStore {
         });
       }
     }
-    return restored;
+    return { jobs: restored, expired };
   }
 
   async save(jobs: readonly JobRecord[]): Promise<void> {

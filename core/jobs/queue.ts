@@ -1,0 +1,287 @@
+// Jobs: calls that outlive their request. A start is checked and recorded
+// before its id is given out, then queued; at most `concurrency` run at once,
+// at most `queue` wait (a start beyond that is refused with the counts, never
+// dropped), and finished jobs are kept `retained` at most and `retentionMs`
+// at longest, oldest first. A running job is never pruned. Every change is
+// saved to the store, so a restarted server answers for these ids.
+import { problem, WardenError } from "../errors.ts";
+import type { JobRecord, JobState, JobStore, RestoredJob } from "./store.ts";
+
+export interface JobLimits {
+  /** Jobs running at once. */
+  readonly concurrency: number;
+  /** Jobs waiting to run. */
+  readonly queue: number;
+  /** Finished jobs kept (done, failed, interrupted), oldest removed first. */
+  readonly retained: number;
+  /** How long a finished job is kept. */
+  readonly retentionMs: number;
+}
+
+export const DEFAULT_JOB_LIMITS: JobLimits = Object.freeze({
+  concurrency: 1,
+  queue: 8,
+  retained: 50,
+  retentionMs: 3_600_000,
+});
+
+/** Runs a job: its result (an MCP CallToolResult) or a throw; it stops when `signal` aborts. */
+export type JobRun = (signal: AbortSignal) => Promise<Record<string, unknown>>;
+
+/** What a job's id answers. */
+export type JobLookup =
+  | { readonly kind: "job"; readonly job: JobView }
+  | { readonly kind: "expired"; readonly id: string }
+  | { readonly kind: "unknown"; readonly id: string };
+
+/** A job as the tools return it. */
+export interface JobView {
+  readonly jobId: string;
+  readonly tool: string;
+  readonly state: JobState;
+  readonly request: Record<string, unknown>;
+  readonly createdAt: string;
+  readonly startedAt: string | null;
+  readonly finishedAt: string | null;
+  readonly result: Record<string, unknown> | null;
+  readonly reason: string | null;
+  /** 1 for the next to run; null unless queued. */
+  readonly queuePosition: number | null;
+  /** Set for a job of an earlier (or another) process. */
+  readonly restored?: true;
+  /** The process that ran it, for a restored job. */
+  readonly pid?: number;
+  /** The process that still holds it, when that process runs. */
+  readonly heldBy?: number;
+}
+
+/** Ids given out look like this; anything else was never issued. */
+export const JOB_ID = /^job_[0-9a-f]{32}$/;
+/** Expired ids remembered, to tell "expired" from "never issued" (then the oldest are forgotten). */
+const EXPIRED_REMEMBERED = 10_000;
+const FINISHED: ReadonlySet<JobState> = new Set(["done", "failed", "interrupted"]);
+
+function newId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return "job_" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** This process's jobs, and the earlier processes' it answers for. */
+export class JobQueue {
+  readonly #store: JobStore;
+  readonly #limits: JobLimits;
+  readonly #now: () => number;
+  /** This process's jobs, oldest first. */
+  readonly #jobs = new Map<string, JobRecord>();
+  readonly #runs = new Map<string, JobRun>();
+  readonly #running = new Map<string, AbortController>();
+  #restored = new Map<string, RestoredJob>();
+  readonly #expired = new Set<string>();
+  /** Saves in order: each waits for the one before, so the file ends as the last change left it. */
+  #saving: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  constructor(store: JobStore, limits: JobLimits = DEFAULT_JOB_LIMITS, now: () => number = Date.now) {
+    this.#store = store;
+    this.#limits = limits;
+    this.#now = now;
+  }
+
+  /** Reads the jobs of earlier processes: call once, at start. */
+  async restore(): Promise<void> {
+    const { jobs, expired } = await this.#store.restore(this.#now() - this.#limits.retentionMs);
+    this.#restored = jobs;
+    for (const id of expired) this.#forget(id);
+  }
+
+  /**
+   * Records and queues a job, or refuses it: a full queue, or a store that
+   * cannot be written (then no id is given out). The job starts when a slot is free.
+   */
+  async start(tool: string, request: Record<string, unknown>, run: JobRun): Promise<JobView> {
+    if (this.#stopped) {
+      throw new WardenError("tool_failed", problem("No job can start", "the server is stopping"));
+    }
+    const queued = [...this.#jobs.values()].filter((j) => j.state === "queued").length;
+    if (queued >= this.#limits.queue) {
+      throw new WardenError(
+        "too_large",
+        problem(
+          "The job queue is full",
+          `${queued} jobs are waiting and ${this.#running.size} running (at most ${this.#limits.queue} wait); ` +
+            "ask again once one has finished (run_checks_result), or raise --job-queue",
+        ),
+      );
+    }
+    const record: JobRecord = {
+      id: newId(),
+      tool,
+      request,
+      state: "queued",
+      createdAt: new Date(this.#now()).toISOString(),
+      startedAt: null,
+      finishedAt: null,
+      result: null,
+      reason: null,
+    };
+    this.#prune();
+    // Recorded before the id is given out: a start the store cannot hold is refused, not lost at a restart.
+    await this.#save([...this.#jobs.values(), record]);
+    this.#jobs.set(record.id, record);
+    this.#runs.set(record.id, run);
+    this.#next();
+    return this.#view(this.#jobs.get(record.id)!);
+  }
+
+  /** What `id` answers: this process's job, a restored one, an expired id, or one never issued. */
+  lookup(id: string): JobLookup {
+    const own = this.#jobs.get(id);
+    if (own) return { kind: "job", job: this.#view(own) };
+    const restored = this.#restored.get(id);
+    if (restored) return { kind: "job", job: this.#restoredView(restored) };
+    return { kind: this.#expired.has(id) ? "expired" : "unknown", id };
+  }
+
+  /**
+   * Stops every job: the running ones' signals abort (their process groups
+   * are killed by their doors), and running or queued ones are interrupted.
+   */
+  async stop(reason: string): Promise<void> {
+    this.#stopped = true;
+    const at = new Date(this.#now()).toISOString();
+    for (const record of this.#jobs.values()) {
+      if (record.state === "queued" || record.state === "running") {
+        this.#jobs.set(record.id, { ...record, state: "interrupted", finishedAt: at, reason });
+        this.#running.get(record.id)?.abort(new Error(reason));
+      }
+    }
+    this.#runs.clear();
+    this.#running.clear();
+    await this.#save();
+  }
+
+  /** Jobs queued and running: for the start-up line and host_context. */
+  counts(): { queued: number; running: number; finished: number; restored: number } {
+    let queued = 0, finished = 0;
+    for (const job of this.#jobs.values()) {
+      if (job.state === "queued") queued++;
+      else if (FINISHED.has(job.state)) finished++;
+    }
+    return { queued, running: this.#running.size, finished, restored: this.#restored.size };
+  }
+
+  #next(): void {
+    for (const record of this.#jobs.values()) {
+      if (this.#running.size >= this.#limits.concurrency) return;
+      if (record.state !== "queued") continue;
+      const run = this.#runs.get(record.id);
+      this.#runs.delete(record.id);
+      if (!run) continue;
+      const controller = new AbortController();
+      this.#running.set(record.id, controller);
+      this.#update(record.id, { state: "running", startedAt: new Date(this.#now()).toISOString() });
+      // A run that throws at once fails its job like one that rejects.
+      void Promise.resolve().then(() => run(controller.signal)).then(
+        (result) => this.#finish(record.id, controller, result.isError === true ? "failed" : "done", result, null),
+        (error: unknown) =>
+          this.#finish(record.id, controller, "failed", null, (error as Error)?.message ?? String(error)),
+      );
+    }
+  }
+
+  #finish(
+    id: string,
+    controller: AbortController,
+    state: JobState,
+    result: Record<string, unknown> | null,
+    reason: string | null,
+  ): void {
+    // Stopped meanwhile: it is interrupted already.
+    if (this.#running.get(id) !== controller) return;
+    this.#running.delete(id);
+    this.#update(id, { state, result, reason, finishedAt: new Date(this.#now()).toISOString() });
+    this.#prune();
+    this.#next();
+  }
+
+  #update(id: string, fields: Partial<JobRecord>): void {
+    const record = this.#jobs.get(id);
+    if (!record) return;
+    this.#jobs.set(id, { ...record, ...fields });
+    void this.#save().catch(() => {
+      // A job already given out cannot be refused now; the store's next write may succeed.
+    });
+  }
+
+  /** Removes finished jobs beyond retention: older than its time, then the oldest beyond its count. */
+  #prune(): void {
+    const before = this.#now() - this.#limits.retentionMs;
+    const finished = [...this.#jobs.values()].filter((j) => FINISHED.has(j.state));
+    let excess = finished.length - this.#limits.retained;
+    for (const job of finished) {
+      if (excess > 0 || Date.parse(job.finishedAt ?? job.createdAt) < before) {
+        this.#jobs.delete(job.id);
+        this.#forget(job.id);
+        excess--;
+      }
+    }
+    for (const [id, restored] of this.#restored) {
+      if (restored.heldBy === null && Date.parse(restored.updatedAt) < before) {
+        this.#restored.delete(id);
+        this.#forget(id);
+      }
+    }
+  }
+
+  #forget(id: string): void {
+    if (this.#expired.size >= EXPIRED_REMEMBERED) this.#expired.delete(this.#expired.values().next().value!);
+    this.#expired.add(id);
+  }
+
+  #save(jobs: JobRecord[] = [...this.#jobs.values()]): Promise<void> {
+    this.#saving = this.#saving.catch(() => {}).then(() => this.#store.save(jobs));
+    return this.#saving;
+  }
+
+  #view(record: JobRecord): JobView {
+    let position: number | null = null;
+    if (record.state === "queued") {
+      position = 0;
+      for (const job of this.#jobs.values()) {
+        if (job.state === "queued") position++;
+        if (job.id === record.id) break;
+      }
+    }
+    return {
+      jobId: record.id,
+      tool: record.tool,
+      state: record.state,
+      request: record.request,
+      createdAt: record.createdAt,
+      startedAt: record.startedAt,
+      finishedAt: record.finishedAt,
+      result: record.result,
+      reason: record.reason,
+      queuePosition: position,
+    };
+  }
+
+  /** An earlier process's job: as it left it if that process still runs, else interrupted where it was unfinished. */
+  #restoredView({ record, pid, updatedAt, heldBy }: RestoredJob): JobView {
+    const unfinished = record.state === "queued" || record.state === "running";
+    const interrupted = unfinished && heldBy === null;
+    return {
+      ...this.#view(record),
+      queuePosition: null,
+      ...(interrupted
+        ? {
+          state: "interrupted" as const,
+          reason: `its server (pid ${pid}) exited while it was ${record.state}; last recorded ${updatedAt}`,
+        }
+        : {}),
+      restored: true,
+      pid,
+      ...(heldBy !== null ? { heldBy } : {}),
+    };
+  }
+}
