@@ -59,6 +59,8 @@ export interface CatalogEntry {
   /** Present when the tool declares an output schema. */
   validateOutput?(value: unknown): Validated;
   invoke(args: unknown, ctx: ToolContext): unknown;
+  /** Also served as a job (`<name>_start`, `<name>_result`). */
+  readonly job?: true;
 }
 
 /** The catalog and what is derived from it once. */
@@ -224,6 +226,7 @@ export function builtinEntry(loaded: LoadedTool): CatalogEntry {
     validateInput: validator(tool.input),
     ...(tool.output ? { validateOutput: validator(tool.output) } : {}),
     invoke: (args, ctx) => handler(args, ctx),
+    ...(tool.job === true ? { job: true as const } : {}),
   };
 }
 

@@ -8,6 +8,7 @@ import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootSpec } from "./doors/roots.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
+import { DEFAULT_JOB_LIMITS, type JobLimits } from "./jobs/queue.ts";
 
 /** One documented setting: flag, environment variable, default. */
 export interface SettingDoc {
@@ -101,6 +102,43 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     description: "Where each server process appends its hash-chained call ledger (one `.jsonl` file per process).",
   },
   {
+    flag: "--jobs-dir <dir>",
+    env: "WARDEN_JOBS_DIR",
+    default: "<warden>/.jobs",
+    description:
+      "Where each server process keeps its jobs (one `.json` file per process), so a restarted server answers for them.",
+  },
+  {
+    flag: "--job-concurrency <n>",
+    env: "WARDEN_JOB_CONCURRENCY",
+    default: "1",
+    description: "Jobs that run at once (1 to 16).",
+  },
+  {
+    flag: "--job-queue <n>",
+    env: "WARDEN_JOB_QUEUE",
+    default: "8",
+    description: "Jobs that may wait to run (0 to 1000); a start beyond it is refused, never dropped.",
+  },
+  {
+    flag: "--job-retained <n>",
+    env: "WARDEN_JOB_RETAINED",
+    default: "50",
+    description: "Finished jobs kept for their results (0 to 10000), the oldest removed first.",
+  },
+  {
+    flag: "--job-retention <duration>",
+    env: "WARDEN_JOB_RETENTION",
+    default: "1h",
+    description: "How long a finished job is kept: `30m`, `1h`, `24h` (1 s to 7 days).",
+  },
+  {
+    flag: "--job-timeout <duration>",
+    env: "WARDEN_JOB_TIMEOUT",
+    default: "10m",
+    description: "Longest a job may run before it is stopped and fails (1 s to 1 h).",
+  },
+  {
     flag: null,
     env: "WARDEN_TOOLS_DIR",
     default: "the built-in tools/",
@@ -126,25 +164,47 @@ export interface Config {
   readonly principalTools: readonly string[];
   readonly principal: string | null;
   readonly ledgerDir: string;
+  readonly jobsDir: string;
+  readonly jobLimits: JobLimits;
+  readonly jobTimeoutMs: number;
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
 const MAX_TIMEOUT_MS = 60 * 60 * 1000;
 
-/** Parses `500ms`, `30s`, `2m`, or a bare number of milliseconds. */
-export function parseDuration(name: string, text: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-  const ms = match ? Number(match[1]) * (match[2] === "m" ? 60_000 : match[2] === "s" ? 1000 : 1) : NaN;
-  if (!Number.isFinite(ms) || ms < 1 || ms > MAX_TIMEOUT_MS) {
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `500ms`, `30s`, `2m`, `1h`, or a bare number of milliseconds, within `[min, max]` (words for the message). */
+export function parseDuration(
+  name: string,
+  text: string,
+  range: { min: number; max: number; words: string } = {
+    min: 1,
+    max: MAX_TIMEOUT_MS,
+    words: "from 1ms to 60m such as 500ms, 30s or 2m",
+  },
+): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  const ms = match ? Number(match[1]) * UNIT_MS[match[2] ?? "ms"] : NaN;
+  if (!Number.isFinite(ms) || ms < range.min || ms > range.max) {
     throw new WardenError(
       "config_invalid",
-      problem(
-        `Invalid ${name}`,
-        `expected a duration from 1ms to 60m such as 500ms, 30s or 2m, received ${received(text)}`,
-      ),
+      problem(`Invalid ${name}`, `expected a duration ${range.words}, received ${received(text)}`),
     );
   }
   return Math.round(ms);
+}
+
+/** Parses a whole number within `[min, max]`. */
+function parseCount(name: string, text: string, min: number, max: number): number {
+  const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Invalid ${name}`, `expected a whole number from ${min} to ${max}, received ${received(text)}`),
+    );
+  }
+  return n;
 }
 
 function parseRoot(source: string, text: string): RootSpec {
@@ -183,6 +243,12 @@ const VALUE_FLAGS = [
   "--require-principal",
   "--principal",
   "--ledger",
+  "--jobs-dir",
+  "--job-concurrency",
+  "--job-queue",
+  "--job-retained",
+  "--job-retention",
+  "--job-timeout",
 ];
 const BOOLEAN_FLAGS = ["--strict-plugins"];
 
@@ -295,6 +361,25 @@ export function parseConfig(
     );
   }
 
+  const count = (flag: string, variable: string, fallback: number, min: number, max: number) => {
+    const given = setting(flag, variable);
+    return given ? parseCount(given[0], given[1], min, max) : fallback;
+  };
+  const retention = setting("--job-retention", "WARDEN_JOB_RETENTION");
+  const jobTimeout = setting("--job-timeout", "WARDEN_JOB_TIMEOUT");
+  const jobLimits: JobLimits = Object.freeze({
+    concurrency: count("--job-concurrency", "WARDEN_JOB_CONCURRENCY", DEFAULT_JOB_LIMITS.concurrency, 1, 16),
+    queue: count("--job-queue", "WARDEN_JOB_QUEUE", DEFAULT_JOB_LIMITS.queue, 0, 1000),
+    retained: count("--job-retained", "WARDEN_JOB_RETAINED", DEFAULT_JOB_LIMITS.retained, 0, 10_000),
+    retentionMs: retention
+      ? parseDuration(retention[0], retention[1], {
+        min: 1000,
+        max: 7 * 24 * 3_600_000,
+        words: "from 1s to 7 days such as 30m, 1h or 24h",
+      })
+      : DEFAULT_JOB_LIMITS.retentionMs,
+  });
+
   return {
     config: Object.freeze({
       roots: Object.freeze(roots.map((r) => Object.freeze(r))),
@@ -311,6 +396,15 @@ export function parseConfig(
       principalTools: names("--require-principal", "WARDEN_PRINCIPAL_TOOLS"),
       principal: principal?.[1] ?? null,
       ledgerDir: file("--ledger", "WARDEN_LEDGER", ".ledger"),
+      jobsDir: file("--jobs-dir", "WARDEN_JOBS_DIR", ".jobs"),
+      jobLimits,
+      jobTimeoutMs: jobTimeout
+        ? parseDuration(jobTimeout[0], jobTimeout[1], {
+          min: 1000,
+          max: MAX_TIMEOUT_MS,
+          words: "from 1s to 60m such as 90s or 10m",
+        })
+        : 600_000,
     }),
     rest,
   };

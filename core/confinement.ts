@@ -38,6 +38,8 @@ export interface NeedsInput {
   readonly pluginsDir: string;
   readonly trustFiles: readonly string[];
   readonly ledgerDir: string;
+  /** Where jobs are kept, when a tool is served as a job. */
+  readonly jobsDir: string | null;
   /** The runtime binary; it reads itself (Deno.execPath). */
   readonly execPath: string;
   /** The deno binary plugins run in, when a plugin is verified and may run. */
@@ -110,12 +112,14 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       input.pluginsDir,
       ...input.trustFiles,
       input.ledgerDir,
+      ...(input.jobsDir ? [input.jobsDir] : []),
       input.execPath,
       ...input.programFiles,
       ...(input.pluginDeno ? input.pluginHelpers : []),
     ]),
     write: sorted([
       input.ledgerDir,
+      ...(input.jobsDir ? [input.jobsDir] : []),
       ...input.writeRoots.flatMap((id) => input.roots.get(id) ?? []),
       ...(gate ? [input.tempDir] : []),
     ]),

@@ -13,6 +13,8 @@ import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./doors/roots.ts";
 import { Spawner } from "./doors/spawn.ts";
 import { Ledger } from "./governance/ledger.ts";
+import type { JobQueue } from "./jobs/queue.ts";
+import type { JobHost } from "./jobs/tools.ts";
 import { policyOf } from "./governance/policy.ts";
 import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
@@ -206,7 +208,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const dir = toolsDir();
   if (command === "plugin") {
     const { pluginCommand } = await import("./plugins/authoring/cli.ts");
-    const builtinNames = async () => new Set((await loadTools(dir.url, dir.extensions)).map(({ tool }) => tool.name));
+    // A tool served as a job also takes the names of its two job tools.
+    const builtinNames = async () =>
+      new Set(
+        (await loadTools(dir.url, dir.extensions)).flatMap(({ tool }) =>
+          tool.job === true ? [tool.name, `${tool.name}_start`, `${tool.name}_result`] : [tool.name]
+        ),
+      );
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
   if (command === "serve") {
@@ -225,7 +233,15 @@ async function main(argv: readonly string[]): Promise<number> {
   ]);
   // Built-in tools and plugins are read side by side; plugins learn the
   // built-in names (for name clashes) only when they need them.
-  const builtinsLoading = loadTools(dir.url, dir.extensions).then((loaded) => loaded.map(builtinEntry));
+  // A tool declared as a job is served with its two job tools (core/jobs/tools.ts), attached to the queue below.
+  let jobHost: JobHost | undefined;
+  const builtinsLoading = loadTools(dir.url, dir.extensions).then(async (loaded) => {
+    const asJobs = loaded.filter(({ tool }) => tool.job === true);
+    if (asJobs.length === 0) return loaded.map(builtinEntry);
+    const { JobHost, jobTools } = await import("./jobs/tools.ts");
+    const host = jobHost = new JobHost();
+    return [...loaded, ...asJobs.flatMap((job) => jobTools(job, host))].map(builtinEntry);
+  });
   builtinsLoading.catch(() => {});
   // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
   const loadPlugins = () =>
@@ -280,6 +296,18 @@ async function main(argv: readonly string[]): Promise<number> {
     let settled: [() => void, (error: unknown) => void] = [() => {}, () => {}];
     const allChecked = later ? new Promise<void>((...both) => settled = both) : Promise.resolve();
     const facts = hostFacts(catalog, fs, "stdio", () => checked.records, spawner, confinement.state);
+    let jobs: JobQueue | undefined;
+    if (jobHost) {
+      const [{ FileJobStore }, { JobQueue }] = await Promise.all([
+        import("./jobs/store.ts"),
+        import("./jobs/queue.ts"),
+      ]);
+      jobs = new JobQueue(new FileJobStore(config.jobsDir), config.jobLimits);
+      // Before the first request: a restarted server answers for the ids its predecessors gave out.
+      await jobs.restore();
+      const options = { policy, ledger, fs, host: facts, spawner, timeoutMs: config.jobTimeoutMs };
+      jobHost.attach(jobs, config.jobLimits, options, catalog.tools);
+    }
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -302,7 +330,10 @@ async function main(argv: readonly string[]): Promise<number> {
         : undefined,
       // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
-      shutdown: () => ledger.seal().finally(() => checked.stop()),
+      // Jobs still running are stopped (their process groups killed) and kept as interrupted before the seal.
+      shutdown: () =>
+        (jobs?.stop("the server stopped (its client closed its input)") ?? Promise.resolve()).catch(() => {})
+          .then(() => ledger.seal()).finally(() => checked.stop()),
     });
     answering = true;
     // Said once the plugins are checked: it lists them.

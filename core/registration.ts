@@ -113,6 +113,7 @@ export async function needsOf(
     pluginsDir: config.pluginsDir,
     trustFiles: [config.allowedSignersFile, config.revokedKeysFile, config.lockFile],
     ledgerDir: config.ledgerDir,
+    jobsDir: entries.some((entry) => entry.job) ? config.jobsDir : null,
     execPath: runtime === "deno" ? deno! : platform().runtime.execPath,
     pluginDeno: verified ? deno : null,
     pluginHelpers: [osLimits().setpriv, osLimits().prlimit, osLimits().cat].filter((file): file is string =>
@@ -168,6 +169,7 @@ export function serverArgv(
       ["--revoked-keys", "revokedKeysFile"],
       ["--plugins-lock", "lockFile"],
       ["--ledger", "ledgerDir"],
+      ["--jobs-dir", "jobsDir"],
     ] as const
   ) if (config[key] !== defaults[key]) args.push(flag, config[key]);
   // A command registered without roots reads the directory the agent starts it in: "." in deno's flags.

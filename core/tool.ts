@@ -169,6 +169,11 @@ export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends 
   readonly input: I;
   readonly output?: O;
   readonly capabilities?: ToolCapabilities;
+  /**
+   * Also served as a job (core/jobs/tools.ts): `<name>_start` queues a call and answers at once, `<name>_result`
+   * answers for it, across restarts. For tools that take longer than an agent should wait on one call.
+   */
+  readonly job?: boolean;
   readonly handler: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
 }
 
@@ -184,6 +189,7 @@ export interface Tool {
   readonly input: InputSchema;
   readonly output?: OutputSchema;
   readonly capabilities?: ToolCapabilities;
+  readonly job?: boolean;
   // The handler's argument types are erased here; the host validates
   // arguments against `input` before it calls, which restores them.
   readonly handler: (args: never, ctx: never) => unknown;

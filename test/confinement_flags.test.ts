@@ -13,6 +13,7 @@ const base: NeedsInput = {
   pluginsDir: "/opt/warden/plugins",
   trustFiles: ["/opt/warden/trust/allowed_signers"],
   ledgerDir: "/opt/warden/.ledger",
+  jobsDir: null,
   execPath: "/opt/warden/node_modules/deno/deno",
   pluginDeno: null,
   pluginHelpers: ["/usr/bin/setpriv", "/usr/bin/prlimit", "/usr/bin/cat"],

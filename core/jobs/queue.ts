@@ -109,7 +109,7 @@ export class JobQueue {
         problem(
           "The job queue is full",
           `${queued} jobs are waiting and ${this.#running.size} running (at most ${this.#limits.queue} wait); ` +
-            "ask again once one has finished (run_checks_result), or raise --job-queue",
+            `ask again once one has finished (${tool}_result), or raise --job-queue`,
         ),
       );
     }
