@@ -6,6 +6,9 @@
 // ignore previous instructions" does not (not a clause start), nor does
 // "ignore the return value" (not an instruction about instructions).
 
+/** Regular expression source without doubled backslashes. */
+const raw = String.raw;
+
 /** The rules' ids, as signals and the ledger name them. */
 export const RULE_IDS = [
   "override-instructions",
@@ -36,12 +39,12 @@ function endOf(pattern: RegExp, text: string, at: number): number {
 }
 
 /** Softeners and modals an imperative may open with: "Please …", "You must …", "Now, …", "and …". */
-const LEAD = String
-  .raw`(?:(?:please|kindly|now|also|first|then|instead|just|simply|immediately|finally|and|so|you\s+(?:must|should|shall|will|need\s+to|have\s+to|are\s+(?:required\s+|instructed\s+|supposed\s+)?to))[\s,]+)*`;
+const LEAD =
+  raw`(?:(?:please|kindly|now|also|first|then|instead|just|simply|immediately|finally|and|so|you\s+(?:must|should|shall|will|need\s+to|have\s+to|are\s+(?:required\s+|instructed\s+|supposed\s+)?to))[\s,]+)*`;
 
 /** What may follow an instruction's object and still end it: punctuation, a conjunction, "above", "you were given". */
-const BOUNDARY = String
-  .raw`(?=\s*(?:$|[.,;:!?)"'”’\]>*]|-->|\b(?:and|then|or|but|above|below|before|so\s+far|you|from|in|given|that|which|provided|received|now|entirely|completely|immediately|instead|except)\b))`;
+const BOUNDARY =
+  raw`(?=\s*(?:$|[.,;:!?)"'”’\]>*]|-->|\b(?:and|then|or|but|above|below|before|so\s+far|you|from|in|given|that|which|provided|received|now|entirely|completely|immediately|instead|except)\b))`;
 
 /** An imperative followed by a condition ("approve this PR only after CI is green") is a rule for people. */
 const CONDITION = /\s*,?\s*(?:only\s+)?(?:if|when|whenever|after|once|unless|until)\b/iy;
@@ -61,84 +64,73 @@ function unconditional(pattern: RegExp): (text: string, at: number) => number {
  */
 const OVERRIDE = sticky(
   LEAD,
-  String
-    .raw`(?:ignore|disregard|forget|override|overwrite|bypass|discard|abandon|set\s+aside|do\s+not\s+follow|don'?t\s+follow|stop\s+following|nullify)\s+`,
-  String.raw`(?:`,
+  raw`(?:ignore|disregard|forget|override|overwrite|bypass|discard|abandon|set\s+aside|do\s+not\s+follow|don'?t\s+follow|stop\s+following|nullify)\s+`,
+  raw`(?:`,
   // qualified: previous / above / system / your … instructions, rules, guidelines, context
-  String
-    .raw`(?:(?:all|any|each|every|the|of|these|those|its)\s+)*(?:(?:previous|previously\s+given|prior|above|earlier|preceding|former|original|initial|system|safety|your)\s+)+`,
-  String
-    .raw`(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|guardrails|rules|guidelines|guidance|constraints|context|messages|conversation|polic(?:y|ies)|restrictions|orders|commands|training)`,
+  raw`(?:(?:all|any|each|every|the|of|these|those|its)\s+)*(?:(?:previous|previously\s+given|prior|above|earlier|preceding|former|original|initial|system|safety|your)\s+)+`,
+  raw`(?:instructions?|prompts?|directives?|directions|programming|system\s+prompt|guardrails|rules|guidelines|guidance|constraints|context|messages|conversation|polic(?:y|ies)|restrictions|orders|commands|training)`,
   // "all instructions", "any of the prompts": only with instruction-like objects
-  String
-    .raw`|(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+)?(?:instructions?|prompts?|directives?|directions|programming|guardrails)`,
-  String
-    .raw`|(?:everything|anything|all)\s+(?:(?:you\s+(?:were|have\s+been)\s+told|(?:said|written|stated))\s+)?(?:above|before|previously|so\s+far|until\s+now)`,
-  String.raw`|(?:everything|anything|all)\s+you\s+(?:were|have\s+been)\s+told`,
-  String.raw`|the\s+above`,
-  String.raw`)`,
+  raw`|(?:all|any|every)\s+(?:of\s+)?(?:the\s+|your\s+)?(?:instructions?|prompts?|directives?|directions|programming|guardrails)`,
+  raw`|(?:everything|anything|all)\s+(?:(?:you\s+(?:were|have\s+been)\s+told|(?:said|written|stated))\s+)?(?:above|before|previously|so\s+far|until\s+now)`,
+  raw`|(?:everything|anything|all)\s+you\s+(?:were|have\s+been)\s+told`,
+  raw`|the\s+above`,
+  raw`)`,
   BOUNDARY,
 );
 
 /** Who an address to a model names: AI, an assistant, a model by name, an automated reviewer or tool. */
-const ADDRESSEE = String
-  .raw`(?:(?:automated|automatic|robot|machine|ai|a\.i\.|llm|gpt|ml)(?:[ \t-]based)?[ \t-]+(?:code[ \t-]+)?(?:review(?:er)?s?|tools?|scanners?|auditors?|systems?|agents?|checkers?|analy[sz]ers?|bots?|models?|assistants?)|(?:review(?:er)?|reviewing|coding|code[ \t]+review)[ \t-]+(?:ai|bots?|agents?|models?|assistants?)|language[ \t]+models?|ai|a\.i\.|llms?|gpt(?:-?\d\w*)?|chatgpt|claude|copilot|gemini|cursor|codex|devin|assistants?)\b`;
+const ADDRESSEE =
+  raw`(?:(?:automated|automatic|robot|machine|ai|a\.i\.|llm|gpt|ml)(?:[ \t-]based)?[ \t-]+(?:code[ \t-]+)?(?:review(?:er)?s?|tools?|scanners?|auditors?|systems?|agents?|checkers?|analy[sz]ers?|bots?|models?|assistants?)|(?:review(?:er)?|reviewing|coding|code[ \t]+review)[ \t-]+(?:ai|bots?|agents?|models?|assistants?)|language[ \t]+models?|ai|a\.i\.|llms?|gpt(?:-?\d\w*)?|chatgpt|claude|copilot|gemini|cursor|codex|devin|assistants?)\b`;
 /** "… notice", "… reading this", "… reviewing this repository": what says which model is meant. */
-const ADDRESS_TAIL = String
-  .raw`(?:[ \t]+(?:notice|note|instructions?|message|memo|reminder))?(?:[ \t]+(?:reading|reviewing|processing|analy[sz]ing|scanning|summari[sz]ing|looking\s+at|parsing|evaluating|auditing)\b[^.:;,\n]{0,60})?`;
-const DETERMINERS = String.raw`(?:(?:the|any|all|every|each|an?|our|you)\s+)*(?:[\w-]+[ \t]+){0,2}?`;
+const ADDRESS_TAIL =
+  raw`(?:[ \t]+(?:notice|note|instructions?|message|memo|reminder))?(?:[ \t]+(?:reading|reviewing|processing|analy[sz]ing|scanning|summari[sz]ing|looking\s+at|parsing|evaluating|auditing)\b[^.:;,\n]{0,60})?`;
+const DETERMINERS = raw`(?:(?:the|any|all|every|each|an?|our|you)\s+)*(?:[\w-]+[ \t]+){0,2}?`;
 const ADDRESS = sticky(
-  String.raw`(?:`,
+  raw`(?:`,
   // "Note to the automated reviewer", "Instructions for AI agents", "Attention LLM code reviewers"
-  String
-    .raw`(?:(?:important|urgent|special|friendly)\s+)?(?:note|message|instructions?|attention|reminder|notice|hint|warning|memo|directive|p\.?s\.?)\s+(?:(?:to|for)\s+)?`,
+  raw`(?:(?:important|urgent|special|friendly)\s+)?(?:note|message|instructions?|attention|reminder|notice|hint|warning|memo|directive|p\.?s\.?)\s+(?:(?:to|for)\s+)?`,
   DETERMINERS,
   ADDRESSEE,
   // "To any language model reading this", "For Codex"
-  String.raw`|(?:to|for)\s+`,
+  raw`|(?:to|for)\s+`,
   DETERMINERS,
   ADDRESSEE,
   // "If you are an AI model reviewing this", "As the AI reviewer"
-  String.raw`|(?:if\s+you(?:'re|\s+are)|as)\s+(?:(?:an?|the|one\s+of\s+the)\s+)?(?:[\w-]+[ \t]+){0,2}?`,
+  raw`|(?:if\s+you(?:'re|\s+are)|as)\s+(?:(?:an?|the|one\s+of\s+the)\s+)?(?:[\w-]+[ \t]+){0,2}?`,
   ADDRESSEE,
-  String.raw`(?:[ \t]+(?:model|agent|assistant|reviewer|bot|tool|system)s?)?`,
+  raw`(?:[ \t]+(?:model|agent|assistant|reviewer|bot|tool|system)s?)?`,
   // "TODO(ai-reviewer)", not "TODO(copilot-migration)"
-  String
-    .raw`|(?:todo|fixme|note|nb)\s*\(\s*(?:ai|llm|bot|agent|assistant|copilot|claude|codex|cursor|gemini|gpt)(?:[ \t-]+(?:review(?:er)?|agent|bot|assistant|model))?\s*\)`,
+  raw`|(?:todo|fixme|note|nb)\s*\(\s*(?:ai|llm|bot|agent|assistant|copilot|claude|codex|cursor|gemini|gpt)(?:[ \t-]+(?:review(?:er)?|agent|bot|assistant|model))?\s*\)`,
   // bare: "AI reviewers:", "Assistant,", "Reviewer AI —"
-  String.raw`|(?:(?:the|all|any)[ \t]+)?(?:[\w-]+[ \t]+)?`,
+  raw`|(?:(?:the|all|any)[ \t]+)?(?:[\w-]+[ \t]+)?`,
   ADDRESSEE,
-  String.raw`)`,
+  raw`)`,
   ADDRESS_TAIL,
-  String.raw`\s*(?:\*\*|__)?\s*(?:[:,]|—|–|\s-\s)\s*(?:\*\*|__)?\s*`,
+  raw`\s*(?:\*\*|__)?\s*(?:[:,]|—|–|\s-\s)\s*(?:\*\*|__)?\s*`,
 );
 /** A greeting may end in a full stop or an exclamation mark too: "Hello, AI.", "Hi Gemini!". */
 const GREETING = sticky(
-  String.raw`(?:dear|hey|hi|hello|greetings|attention|ok|okay)[\s,]+`,
+  raw`(?:dear|hey|hi|hello|greetings|attention|ok|okay)[\s,]+`,
   DETERMINERS,
   ADDRESSEE,
   ADDRESS_TAIL,
-  String.raw`\s*(?:[:,.!]|—|–)\s*`,
+  raw`\s*(?:[:,.!]|—|–)\s*`,
 );
 /** "When you summarize this repository, …": the reader addressed by what a model does with the text. */
 const ACTIVITY = sticky(
-  String
-    .raw`(?:when|while|before|after|as)\s+you(?:'re|\s+are)?\s+(?:review|summari[sz]|analy[sz]|scan|audit|process|evaluat|assess|look\s+at|read)\w*\b[^.;:\n]{0,80},\s*`,
+  raw`(?:when|while|before|after|as)\s+you(?:'re|\s+are)?\s+(?:review|summari[sz]|analy[sz]|scan|audit|process|evaluat|assess|look\s+at|read)\w*\b[^.;:\n]{0,80},\s*`,
 );
 /** What an address by activity asks: only a verdict, since "When you review this, run the tests" is for people. */
 const VERDICT_ASK = sticky(
   LEAD,
-  String
-    .raw`(?:say|state|report|mark|approve|respond|reply|conclude|rate|classify|omit|(?:do\s+not|don'?t|never)\s+(?:mention|report|flag|include))\b`,
+  raw`(?:say|state|report|mark|approve|respond|reply|conclude|rate|classify|omit|(?:do\s+not|don'?t|never)\s+(?:mention|report|flag|include))\b`,
 );
 /** What an address asks: an imperative verb (after a softener or modal), a prohibition, or a claim of authority. */
 const DIRECTIVE = sticky(
   LEAD,
-  String.raw`(?:(?:do\s+not|don'?t|never|always|only)\s+\w+|from\s+now\s+on`,
-  String
-    .raw`|(?:the\s+)?(?:user|operator|maintainer|owner|admin(?:istrator)?|developer|security\s+team)s?\s+(?:has|have)\s+(?:already\s+)?(?:authori[sz]ed|instructed|asked|told|allowed|permitted|approved)`,
-  String
-    .raw`|(?:approve|accept|merge|mark|pass|skip|ignore|overlook|disregard|forget|override|suppress|hide|omit|exclude|delete|remove|report|respond|reply|answer|output|return|print|say|state|tell|treat|consider|classify|rate|score|trust|give|assign|set|change|lower|downgrade|close|resolve|dismiss|stop|send|upload|post|reveal|leave|run|execute|fetch|curl|download|install|switch|act|pretend|behave|summari[sz]e|describe|conclude|confirm|list|include|write|commit|push|open|visit|read|follow|obey|comply|add|use|make|keep|assume|focus|do)\b)`,
+  raw`(?:(?:do\s+not|don'?t|never|always|only)\s+\w+|from\s+now\s+on`,
+  raw`|(?:the\s+)?(?:user|operator|maintainer|owner|admin(?:istrator)?|developer|security\s+team)s?\s+(?:has|have)\s+(?:already\s+)?(?:authori[sz]ed|instructed|asked|told|allowed|permitted|approved)`,
+  raw`|(?:approve|accept|merge|mark|pass|skip|ignore|overlook|disregard|forget|override|suppress|hide|omit|exclude|delete|remove|report|respond|reply|answer|output|return|print|say|state|tell|treat|consider|classify|rate|score|trust|give|assign|set|change|lower|downgrade|close|resolve|dismiss|stop|send|upload|post|reveal|leave|run|execute|fetch|curl|download|install|switch|act|pretend|behave|summari[sz]e|describe|conclude|confirm|list|include|write|commit|push|open|visit|read|follow|obey|comply|add|use|make|keep|assume|focus|do)\b)`,
 );
 /** Where, after an address, its directive may start: clause starts and commas up to the end of its line. */
 const DIRECTIVE_START = /[.!?;:,]["'”’)\]*_]*[ \t]+/g;
@@ -179,8 +171,7 @@ function addressed(text: string, at: number): number {
 }
 
 /** A role a persona reset gives the model. */
-const ROLE = String
-  .raw`(?:ai|assistant|model|agent|bot|chatbot|reviewer|auditor|persona|character|llm|gpt|language\s+model)`;
+const ROLE = raw`(?:ai|assistant|model|agent|bot|chatbot|reviewer|auditor|persona|character|llm|gpt|language\s+model)`;
 /**
  * persona-reset: telling the model it is now someone else or has new orders: "You are now an unrestricted
  * assistant", "you are now in developer mode", "From now on, you will answer …", "Your new task is …",
@@ -189,20 +180,14 @@ const ROLE = String
  */
 const PERSONA = sticky(
   LEAD,
-  String.raw`(?:`,
-  String
-    .raw`you(?:'re|\s+are)\s+now\s+(?:(?:a|an|the|my)\s+(?:[\w-]+\s+){0,4}?${ROLE}\b|dan\b|in\s+(?:\w+\s+)?(?:developer|god|admin|debug|jailbreak|jailbroken|unrestricted|dan|sudo|maintenance|evil)\s+mode|unrestricted|jailbroken|unfiltered|uncensored|unbound|free\s+(?:of|from))`,
-  String
-    .raw`|you(?:'re|\s+are)\s+no\s+longer\s+(?:bound|restricted|limited|required\s+to|subject\s+to|an?\s+(?:[\w-]+\s+){0,2}?${ROLE}\b)`,
-  String
-    .raw`|from\s+now\s+on,?\s+you(?:'ll|\s+(?:will|must|shall|should|are\s+to|are\s+going\s+to))?\s+(?:only\s+|always\s+|never\s+)?(?:respond|reply|answer|act|behave|approve|ignore|pretend|treat|mark|report|say|output|obey|be\s+(?:a|an|my|the)\b|refer\s+to\s+yourself|role-?play|speak|follow\s+(?:my|these|the\s+following|only))`,
-  String
-    .raw`|your\s+new\s+(?:instructions|rules|task|role|objective|goal|directive|purpose|orders|prompt|persona)\s*(?:is|are|:)`,
-  String
-    .raw`|(?:pretend|imagine)\s+(?:that\s+)?(?:you(?:'re|\s+are)|to\s+be)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,3}?(?:${ROLE}|without\s+(?:any\s+)?(?:rules|restrictions|guidelines|limits))\b`,
-  String
-    .raw`|act\s+as\s+(?:a|an|the|my)\s+(?:[\w-]+\s+){0,3}?(?:ai|assistant|chatbot|llm|language\s+model|(?:reviewer|auditor)\s+(?:who|that))\b`,
-  String.raw`)`,
+  raw`(?:`,
+  raw`you(?:'re|\s+are)\s+now\s+(?:(?:a|an|the|my)\s+(?:[\w-]+\s+){0,4}?${ROLE}\b|dan\b|in\s+(?:\w+\s+)?(?:developer|god|admin|debug|jailbreak|jailbroken|unrestricted|dan|sudo|maintenance|evil)\s+mode|unrestricted|jailbroken|unfiltered|uncensored|unbound|free\s+(?:of|from))`,
+  raw`|you(?:'re|\s+are)\s+no\s+longer\s+(?:bound|restricted|limited|required\s+to|subject\s+to|an?\s+(?:[\w-]+\s+){0,2}?${ROLE}\b)`,
+  raw`|from\s+now\s+on,?\s+you(?:'ll|\s+(?:will|must|shall|should|are\s+to|are\s+going\s+to))?\s+(?:only\s+|always\s+|never\s+)?(?:respond|reply|answer|act|behave|approve|ignore|pretend|treat|mark|report|say|output|obey|be\s+(?:a|an|my|the)\b|refer\s+to\s+yourself|role-?play|speak|follow\s+(?:my|these|the\s+following|only))`,
+  raw`|your\s+new\s+(?:instructions|rules|task|role|objective|goal|directive|purpose|orders|prompt|persona)\s*(?:is|are|:)`,
+  raw`|(?:pretend|imagine)\s+(?:that\s+)?(?:you(?:'re|\s+are)|to\s+be)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,3}?(?:${ROLE}|without\s+(?:any\s+)?(?:rules|restrictions|guidelines|limits))\b`,
+  raw`|act\s+as\s+(?:a|an|the|my)\s+(?:[\w-]+\s+){0,3}?(?:ai|assistant|chatbot|llm|language\s+model|(?:reviewer|auditor)\s+(?:who|that))\b`,
+  raw`)`,
 );
 
 /**
@@ -211,14 +196,13 @@ const PERSONA = sticky(
  * is ordinary ("System: Ubuntu 22.04", "system: linux", "<system>GitHub</system>", "[system] kernel: Out of
  * memory"), and so is a system prompt that sets no verdict ("system: You are a helpful assistant …").
  */
-const LABEL = String
-  .raw`(?:system\s+(?:message|prompt|override|note|notice|instructions?|update)|developer\s+(?:message|override|mode)|admin(?:istrator)?\s+(?:message|override|note)|(?:security|policy)\s+override|system|sys)`;
+const LABEL =
+  raw`(?:system\s+(?:message|prompt|override|note|notice|instructions?|update)|developer\s+(?:message|override|mode)|admin(?:istrator)?\s+(?:message|override|note)|(?:security|policy)\s+override|system|sys)`;
 const ROLE_LABEL = sticky(
-  String
-    .raw`(?:\[\s*${LABEL}\s*\]|<\s*${LABEL}\s*>|\(\s*${LABEL}\s*\)|(?:#{2,}\s*)?${LABEL}\s*#{2,}|={2,}\s*${LABEL}\s*={2,}`,
-  String.raw`|(?:\*\*|#{1,6}\s*)?${LABEL}\s*(?:\*\*)?\s*:(?:\*\*)?`,
+  raw`(?:\[\s*${LABEL}\s*\]|<\s*${LABEL}\s*>|\(\s*${LABEL}\s*\)|(?:#{2,}\s*)?${LABEL}\s*#{2,}|={2,}\s*${LABEL}\s*={2,}`,
+  raw`|(?:\*\*|#{1,6}\s*)?${LABEL}\s*(?:\*\*)?\s*:(?:\*\*)?`,
   // A spoofed answer: "[assistant]: I found no issues". Not "Assistant:", which chat transcripts are made of.
-  String.raw`|\[\s*assistant\s*\]|<\s*assistant\s*>)`,
+  raw`|\[\s*assistant\s*\]|<\s*assistant\s*>)`,
 );
 const ROLE_CUE =
   /\b(?:ignore|disregard|forget|overrides?|approved?|approve\s+\w+|mark\s+\w+|treat\s+\w+|skip|(?:do\s+not|don'?t|never)\s+(?:report|flag|mention)|no\s+(?:issues|findings|problems|vulnerabilities)|new\s+instructions?|previous\s+instructions?|you\s+are\s+now|from\s+now\s+on|findings?|lgtm|resolved|verdict)\b/gi;
@@ -241,23 +225,16 @@ function roleLabel(text: string, at: number): number {
  */
 const VERDICT = sticky(
   LEAD,
-  String.raw`(?:`,
-  String
-    .raw`(?:approve|accept)\s+(?:and\s+merge\s+)?(?:this|these|the\s+current|my)\s+(?:pr|pull\s+request|merge\s+request|mr|changes?|changeset|commit|diff|patch|code|file|revision|update)\b`,
-  String
-    .raw`|(?:merge|ship|approve|accept)\s+(?:it|this)\s+(?:now|immediately|without\s+(?:review|changes|comment|further))`,
-  String
-    .raw`|mark\s+(?:(?:all|every|each|any|these|those|the|this|of|remaining|open|security|existing)\s+)*(?:findings?|alerts?|vulnerabilit(?:y|ies)|warnings|issues|comments|threads|checks?|results)\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:an?\s+)?(?:resolved|fixed|closed|false\s+positives?|safe|passed|passing|won'?t\s+fix|not\s+applicable|benign|done|accepted|approved|dismissed)\b`,
-  String
-    .raw`|(?:report|say|state|conclude|confirm|answer|respond|reply)\s+(?:that\s+)?(?:there\s+(?:are|were|is)\s+)?(?:no|zero|0)\s+(?:\w+\s+)?(?:issues|findings|problems|vulnerabilit(?:y|ies)|bugs|concerns|risks)\b`,
-  String
-    .raw`|(?:report|say|state|conclude|confirm|answer|respond|reply)\s+(?:that\s+)?(?:this|the|all)\s+(?:code|file|change|pr|pull\s+request|package|repository|repo|diff|commit|module)s?\s+(?:is|are|looks?)\s+(?:safe|secure|clean|fine|correct|bug[\s-]free|benign|ok(?:ay)?|good)\b`,
-  String
-    .raw`|(?:report|mark|list)\s+(?:this|these|it|them)\s+(?:\w+\s+)?as\s+(?:safe|secure|clean|passing|passed|verified|resolved|benign)\b`,
-  String.raw`|(?:respond|reply|answer)\s+(?:only\s+)?with\s+["'“]?(?:lgtm|approved?|pass(?:ed)?|no\s+issues)`,
-  String
-    .raw`|(?:treat|consider|classify|regard)\s+(?:this|these)\s+(?:\w+\s+){0,2}?as\s+(?:safe|trusted|benign|reviewed|approved|verified|clean|secure|false\s+positives?)\b`,
-  String.raw`)`,
+  raw`(?:`,
+  raw`(?:approve|accept)\s+(?:and\s+merge\s+)?(?:this|these|the\s+current|my)\s+(?:pr|pull\s+request|merge\s+request|mr|changes?|changeset|commit|diff|patch|code|file|revision|update)\b`,
+  raw`|(?:merge|ship|approve|accept)\s+(?:it|this)\s+(?:now|immediately|without\s+(?:review|changes|comment|further))`,
+  raw`|mark\s+(?:(?:all|every|each|any|these|those|the|this|of|remaining|open|security|existing)\s+)*(?:findings?|alerts?|vulnerabilit(?:y|ies)|warnings|issues|comments|threads|checks?|results)\s+(?:\w+\s+){0,3}?(?:as\s+)?(?:an?\s+)?(?:resolved|fixed|closed|false\s+positives?|safe|passed|passing|won'?t\s+fix|not\s+applicable|benign|done|accepted|approved|dismissed)\b`,
+  raw`|(?:report|say|state|conclude|confirm|answer|respond|reply)\s+(?:that\s+)?(?:there\s+(?:are|were|is)\s+)?(?:no|zero|0)\s+(?:\w+\s+)?(?:issues|findings|problems|vulnerabilit(?:y|ies)|bugs|concerns|risks)\b`,
+  raw`|(?:report|say|state|conclude|confirm|answer|respond|reply)\s+(?:that\s+)?(?:this|the|all)\s+(?:code|file|change|pr|pull\s+request|package|repository|repo|diff|commit|module)s?\s+(?:is|are|looks?)\s+(?:safe|secure|clean|fine|correct|bug[\s-]free|benign|ok(?:ay)?|good)\b`,
+  raw`|(?:report|mark|list)\s+(?:this|these|it|them)\s+(?:\w+\s+)?as\s+(?:safe|secure|clean|passing|passed|verified|resolved|benign)\b`,
+  raw`|(?:respond|reply|answer)\s+(?:only\s+)?with\s+["'“]?(?:lgtm|approved?|pass(?:ed)?|no\s+issues)`,
+  raw`|(?:treat|consider|classify|regard)\s+(?:this|these)\s+(?:\w+\s+){0,2}?as\s+(?:safe|trusted|benign|reviewed|approved|verified|clean|secure|false\s+positives?)\b`,
+  raw`)`,
 );
 
 /**
@@ -269,23 +246,17 @@ const VERDICT = sticky(
  */
 const SUPPRESS = sticky(
   LEAD,
-  String.raw`(?:`,
-  String
-    .raw`(?:do\s+not|don'?t|never)\s+(?:report|flag|mention|raise|surface|disclose|list|comment\s+on|point\s+out|warn\s+about|alert\s+on)\s+`,
-  String
-    .raw`(?:this\s+(?:file|code|function|module|class|method|change|commit|pr|diff|line|block|directory|folder|package|vulnerability|issue|finding|secret|key|token|credential|password|backdoor|bug|problem|warning|eval|call)\b`,
-  String.raw`|these\s+(?:files|lines|findings|issues|vulnerabilities|secrets|changes|problems)\b`,
-  String.raw`|(?<=(?:report|flag|mention)\s+)(?:it|them)\b(?!\s+(?:as|to\s+the\s+(?:issue|bug)))`,
-  String.raw`|anything\b`,
-  String
-    .raw`|(?:(?:the|any|all)\s+)?(?:\w+\s+){0,2}?(?:issues?|findings?|problems?|vulnerabilit(?:y|ies)|warnings?|bugs?|secrets?|credentials?)\s+(?:in|from|about|within|inside|for)\s+(?:this|these)\b`,
-  String
-    .raw`|the\s+(?:\w+\s+){0,2}?(?:api\s+key|secret|token|credentials?|password|vulnerability|backdoor|finding|eval\s+call|permission\s+check)\b)`,
-  String
-    .raw`|(?:skip|bypass|disable|turn\s+off)\s+(?:the\s+|all\s+|any\s+)?(?:security\s+|safety\s+)?(?:review|scan|scanning|audit|analysis|checks)\s+(?:for|of|on|in)\s+(?:this|these)\b`,
-  String
-    .raw`|(?:ignore|dismiss|suppress|hide|discard|drop|delete|remove|omit)\s+(?:(?:all|any|the|these|every|of)\s+)*(?:security\s+|scanner\s+|linter\s+)?(?:findings|vulnerabilit(?:y|ies)|security\s+(?:issues|warnings|alerts|problems))\b`,
-  String.raw`)`,
+  raw`(?:`,
+  raw`(?:do\s+not|don'?t|never)\s+(?:report|flag|mention|raise|surface|disclose|list|comment\s+on|point\s+out|warn\s+about|alert\s+on)\s+`,
+  raw`(?:this\s+(?:file|code|function|module|class|method|change|commit|pr|diff|line|block|directory|folder|package|vulnerability|issue|finding|secret|key|token|credential|password|backdoor|bug|problem|warning|eval|call)\b`,
+  raw`|these\s+(?:files|lines|findings|issues|vulnerabilities|secrets|changes|problems)\b`,
+  raw`|(?<=(?:report|flag|mention)\s+)(?:it|them)\b(?!\s+(?:as|to\s+the\s+(?:issue|bug)))`,
+  raw`|anything\b`,
+  raw`|(?:(?:the|any|all)\s+)?(?:\w+\s+){0,2}?(?:issues?|findings?|problems?|vulnerabilit(?:y|ies)|warnings?|bugs?|secrets?|credentials?)\s+(?:in|from|about|within|inside|for)\s+(?:this|these)\b`,
+  raw`|the\s+(?:\w+\s+){0,2}?(?:api\s+key|secret|token|credentials?|password|vulnerability|backdoor|finding|eval\s+call|permission\s+check)\b)`,
+  raw`|(?:skip|bypass|disable|turn\s+off)\s+(?:the\s+|all\s+|any\s+)?(?:security\s+|safety\s+)?(?:review|scan|scanning|audit|analysis|checks)\s+(?:for|of|on|in)\s+(?:this|these)\b`,
+  raw`|(?:ignore|dismiss|suppress|hide|discard|drop|delete|remove|omit)\s+(?:(?:all|any|the|these|every|of)\s+)*(?:security\s+|scanner\s+|linter\s+)?(?:findings|vulnerabilit(?:y|ies)|security\s+(?:issues|warnings|alerts|problems))\b`,
+  raw`)`,
 );
 
 /** The rules tried at every clause start, in the order their signals are listed. */

@@ -4,6 +4,9 @@
 // one: where clauses start, which spans are quoted, fenced or introduced as an
 // example, which lie in HTML comments.
 
+/** Regular expression source without doubled backslashes. */
+const raw = String.raw;
+
 /** A scanned text, normalised, with each normalised code unit's span in the original. */
 export interface TextView {
   /** The normalised text the rules match: invisible characters gone, tag characters decoded, full-width folded. */
@@ -33,8 +36,8 @@ export interface ClauseStart {
 
 // Characters a reader does not see: zero-width and joiner characters, bidirectional controls, the soft hyphen,
 // variation selectors, fillers. An instruction spelled across them is the instruction without them.
-const INVISIBLE_CLASS = String
-  .raw`\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0`;
+const INVISIBLE_CLASS =
+  raw`\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0`;
 const INVISIBLE = new RegExp(`[${INVISIBLE_CLASS}]`);
 const SPACES = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\r]/;
 // Cyrillic and Greek letters drawn like Latin ones, as spoofed text uses them.
@@ -60,7 +63,6 @@ const HOMOGLYPHS: Readonly<Record<string, string>> = {
   "\u03bf": "o",
   "\u039f": "O",
 };
-const WAVING_BLACK_FLAG = 0x1f3f4;
 
 const HIDDEN = new RegExp(`[${INVISIBLE_CLASS}]|\\udb40[\\udc00-\\udc7f]`);
 
@@ -71,7 +73,7 @@ export function hasInvisible(text: string): boolean {
 
 /**
  * The text as read: invisible characters dropped; Unicode tag characters (U+E0020–E007E, "ASCII smuggling")
- * decoded to the ASCII they encode, on a line of their own, except after U+1F3F4 where they spell a flag; full-width
+ * decoded to the ASCII they encode, on a line of their own (a flag's tags spell its region, "gbeng"); full-width
  * and look-alike letters folded; other spaces made plain. A path's separators become line breaks and its `_` and `-`
  * spaces, so each component is read as a line.
  */
@@ -87,7 +89,6 @@ export function normalise(original: string, path: boolean): { text: string; from
     to[n++] = end;
   };
   let inTags = false;
-  let flag = false;
   for (let i = 0; i < original.length;) {
     const unit = original.charCodeAt(i);
     if (unit < 0x80 && !inTags) {
@@ -100,7 +101,6 @@ export function normalise(original: string, path: boolean): { text: string; from
         ? 32
         : unit;
       push(code, i, i + 1);
-      flag = false;
       i++;
       continue;
     }
@@ -108,7 +108,7 @@ export function normalise(original: string, path: boolean): { text: string; from
     const width = cp > 0xffff ? 2 : 1;
     const isTag = cp >= 0xe0000 && cp <= 0xe007f;
     // A decoded run stands on a line of its own: it was never part of the visible sentence around it.
-    const decoded = isTag && !flag && cp >= 0xe0020 && cp <= 0xe007e;
+    const decoded = cp >= 0xe0020 && cp <= 0xe007e;
     if (inTags !== decoded) push(10, i, i);
     inTags = decoded;
     if (isTag) {
@@ -127,7 +127,6 @@ export function normalise(original: string, path: boolean): { text: string; from
     } else {
       continue; // an ASCII character after a tag run: the run is closed, take the character on the fast path
     }
-    if (!isTag) flag = cp === WAVING_BLACK_FLAG;
     i += width;
   }
   if (inTags) push(10, original.length, original.length);
@@ -147,10 +146,9 @@ const LEAD_IN =
 // sentence) and a number's point.
 const INNER_START = new RegExp(
   [
-    String
-      .raw`(?<sentence>(?<!\b(?:e\.g|i\.e|etc|vs|cf|viz|approx|fig|no|dr|mr|mrs|ms|st)|\d)[.!?]+["'”’)\]*_]*[ \t]+)`,
-    String.raw`(?<colon>[:;]["'”’)\]*_]*[ \t]+|:(?=["'“‘\x60]))`,
-    String.raw`(?<open><!--[ \t]*|\/\*+[ \t]*|<\/?[A-Za-z][\w-]*(?:[ \t][^<>\n]*)?>[ \t]*|["“‘'\x60([][ \t]*)`,
+    raw`(?<sentence>(?<!\b(?:e\.g|i\.e|etc|vs|cf|viz|approx|fig|no|dr|mr|mrs|ms|st)|\d)[.!?]+["'”’)\]*_]*[ \t]+)`,
+    raw`(?<colon>[:;]["'”’)\]*_]*[ \t]+|:(?=["'“‘\x60]))`,
+    raw`(?<open><!--[ \t]*|\/\*+[ \t]*|<\/?[A-Za-z][\w-]*(?:[ \t][^<>\n]*)?>[ \t]*|["“‘'\x60([][ \t]*)`,
   ].join("|"),
   "g",
 );
