@@ -30,9 +30,11 @@ const scans = args.flatMap((arg, i) => (arg === "--scan" && args[i + 1] ? [args[
 const LABELS = ["injection", "security_prose", "ordinary"] as const;
 type Label = (typeof LABELS)[number];
 const SETS = [
-  ["development", ""],
-  ["holdout", "holdout/"],
-  ["unseen", "unseen/"],
+  ["round 1 (development)", ""],
+  ["round 2", "round2/"],
+  ["round 3", "round3/"],
+  ["round 4", "round4/"],
+  ["round 5", "round5/"],
 ] as const;
 
 interface Item {

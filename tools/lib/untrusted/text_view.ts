@@ -139,9 +139,9 @@ export function normalise(original: string, path: boolean): { text: string; from
 }
 
 // What may precede a line's first word without being part of it: indentation, comment markers of the common
-// languages, Markdown's quote, list, heading and task markers, docstring quotes, table bars.
+// languages, Markdown's quote, list, heading and task markers, docstring quotes, table bars, a log line's level.
 const LEAD_IN =
-  /[ \t]*(?:(?:\/\/+!?|\/\*+!?|\*+\/?|#+!?|--+|;+|%+|>+|<!--|\{-|\(\*|'''|"""|rem(?=\s)|[-+•]|\d{1,3}[.)]|\[[ xX]\]|\|+)[ \t]*)*/y;
+  /[ \t]*(?:(?:\/\/+!?|\/\*+!?|\*+\/?|#+!?|--+|;+|%+|>+|<!--|\{-|\(\*|'''|"""|rem(?=\s)|[-+•]|\d{1,3}[.)]|\[[ xX]\]|\|+|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|NOTICE|TRACE|info|warn|warning|error|debug|notice|trace)\])[ \t]*)*/y;
 // Where a clause starts inside a line. The sentence end skips common abbreviations ("e.g. ignore …" is not a
 // sentence) and a number's point.
 const INNER_START = new RegExp(
@@ -163,9 +163,11 @@ export function viewOf(original: string, path: boolean): TextView {
     LEAD_IN.lastIndex = lineStart;
     LEAD_IN.exec(text);
     const first = LEAD_IN.lastIndex;
-    // A wrapped line that goes on with a sentence ("… tell the model to\nignore previous …") starts no clause; a
-    // path's components each do.
-    const goesOn = !path && /[a-z,]$/.test(text.slice(Math.max(0, lineStart - 81), Math.max(0, lineStart - 1))) &&
+    const lead = text.slice(lineStart, Math.min(first, lineEnd));
+    // A wrapped line that goes on with a sentence ("… tell the model to\nignore previous …", also under a comment or
+    // quote marker) starts no clause; a list item, a log line's level, a path's component each start one.
+    const goesOn = !path && !/[-+•\d[]/.test(lead) &&
+      /[a-z,]$/.test(text.slice(Math.max(0, lineStart - 81), Math.max(0, lineStart - 1))) &&
       /^[a-z]/.test(text[first] ?? "");
     if (first < lineEnd && !goesOn) starts.push({ at: first, kind: "line", colon: -1 });
     lineStart = lineEnd + 1;
@@ -291,6 +293,8 @@ function isReported(text: string, first: number, quote: number, ch: string, insi
   if (/[\w$\])]\($/.test(before)) return false;
   if (before.endsWith(",")) return !/[[({]/.test(before);
   if (before.endsWith(":")) {
+    // "Payload: `…`" introduces a quotation; "description: \"…\"" is a value.
+    if (REPORTING_CUE.test(before.split(/[.!?]\s+/).at(-1)!)) return true;
     return !/^(?:[-*]\s+)?(?:"[^"]*"|'[^']*'|[\w$.-]+)\s*:$/.test(before) &&
       !/[{,]\s*(?:"[^"]*"|[\w$]+)\s*:$/.test(before);
   }
