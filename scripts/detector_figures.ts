@@ -1,8 +1,8 @@
 // Precision and recall of the untrusted-text detector on its labelled corpus
-// (tools/lib/untrusted/corpus/: the development set the rules were written
-// against, holdout/ measured once and then used to revise them, unseen/
-// written after the last revision and never tuned on), and its hit rate over
-// this repository's own Markdown (`git ls-files '*.md'`): the figures
+// (tools/lib/untrusted/corpus/: round 1, written with the rules, and rounds
+// 2 to 5 under round<n>/, each written before it was first run; round 5
+// after the last revision of the rules), and its hit rate over this
+// repository's own Markdown (`git ls-files '*.md'`): the figures
 // scripts/README.md quotes.
 // Usage: node_modules/.bin/deno run --allow-read --allow-env --allow-run=git scripts/detector_figures.ts [--list]
 //          [--scan <dir>[:<ext>,…]]…
