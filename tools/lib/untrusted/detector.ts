@@ -108,8 +108,8 @@ export function argumentTexts(args: unknown): ScanText[] {
     else if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${field}[${i}]`));
     else if (value !== null && typeof value === "object") {
       for (const [key, item] of Object.entries(value)) {
-        const name = /^[A-Za-z_$][\w$]*$/.test(key) ? key : JSON.stringify(key);
-        walk(item, field === "" ? name : /^"/.test(name) ? `${field}[${name}]` : `${field}.${name}`);
+        const plain = /^[A-Za-z_$][\w$]*$/.test(key);
+        walk(item, plain ? (field === "" ? key : `${field}.${key}`) : `${field}[${JSON.stringify(key)}]`);
       }
     }
   };
@@ -133,6 +133,12 @@ function checkInput(input: ScanText): void {
   }
   const limit = input.limit;
   if (limit === undefined) return;
+  if (limit === null || typeof limit !== "object") {
+    throw invalid(
+      `limit must be { bytes, keep }, received ${received(limit)}`,
+      "use LOG_TAIL for a log, or leave it out",
+    );
+  }
   if (!Number.isSafeInteger(limit.bytes) || limit.bytes < 0) {
     throw invalid(
       `limit.bytes must be a whole number of bytes, 0 or more, received ${received(limit.bytes)}`,
