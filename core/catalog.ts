@@ -24,6 +24,8 @@ export interface ToolDescriptor {
   readonly inputSchema: JsonSchema;
   readonly outputSchema?: JsonSchema;
   readonly annotations: ToolAnnotations;
+  /** Present on a tool served as a job: clients may call it as a task (MCP 2025-11-25). */
+  readonly execution?: { readonly taskSupport: "optional" };
   readonly _meta: ToolMeta;
 }
 
@@ -91,6 +93,7 @@ export function describeTool(
     risk: RiskClass;
     inputSchema: JsonSchema;
     outputSchema?: JsonSchema;
+    job?: boolean;
   },
   plugin?: PluginOrigin,
 ): ToolDescriptor {
@@ -101,6 +104,7 @@ export function describeTool(
     inputSchema: structuredClone(spec.inputSchema),
     ...(spec.outputSchema ? { outputSchema: structuredClone(spec.outputSchema) } : {}),
     annotations: { title: spec.title, ...HINTS[spec.risk] },
+    ...(spec.job === true ? { execution: { taskSupport: "optional" as const } } : {}),
     _meta: plugin ? { "warden/risk": spec.risk, "warden/plugin": { ...plugin } } : { "warden/risk": spec.risk },
   };
 }

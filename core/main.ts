@@ -331,6 +331,7 @@ async function main(argv: readonly string[]): Promise<number> {
       // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
       // Jobs still running are stopped (their process groups killed) and kept as interrupted before the seal.
+      jobs: jobHost,
       shutdown: () =>
         (jobs?.stop("the server stopped (its client closed its input)") ?? Promise.resolve()).catch(() => {})
           .then(() => ledger.seal()).finally(() => checked.stop()),

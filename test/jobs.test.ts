@@ -188,6 +188,73 @@ describe(`jobs (${runtimeName})`, () => {
     }
   });
 
+  it("serves a job tool as an MCP task: created at once, polled, its result, cancelled, listed", async () => {
+    const session = await connect({ env: env(path.join(work.dir, "tasks")) });
+    try {
+      const { tools } = await session.client.listTools();
+      assert.deepEqual(tools.find((tool) => tool.name === "fixture_wait")!.execution, { taskSupport: "optional" });
+      assert.equal(tools.find((tool) => tool.name === "fixture_wait_start")!.execution, undefined);
+      // The SDK client's own task flow: tools/call with params.task, tasks/get until done, tasks/result.
+      const seen: string[] = [];
+      let result: Result | undefined;
+      for await (
+        const message of session.client.experimental.tasks.callToolStream({
+          name: "fixture_wait",
+          arguments: { ms: 200, text: "from a task" },
+        })
+      ) {
+        seen.push(message.type === "taskStatus" ? `${message.type}:${message.task.status}` : message.type);
+        if (message.type === "result") result = message.result as Result;
+        if (message.type === "error") throw message.error;
+      }
+      assert.equal(seen[0], "taskCreated");
+      assert.equal(seen.at(-1), "result");
+      assert.deepEqual(result?.content, [{ type: "text", text: "from a task" }]);
+
+      // Cancelled while it waits: its signal aborts, and it reads cancelled.
+      const stream = session.client.experimental.tasks.callToolStream({
+        name: "fixture_wait",
+        arguments: { ms: 60_000, text: "x" },
+      });
+      const first = await stream.next();
+      assert.equal(first.value?.type, "taskCreated");
+      const created = first.value as { task: { taskId: string; status: string; ttl: number } };
+      await stream.return(undefined);
+      const taskId = created.task.taskId;
+      assert.equal(created.task.status, "working");
+      assert.equal(created.task.ttl, 3_600_000);
+      const cancelled = await session.client.experimental.tasks.cancelTask(taskId);
+      assert.deepEqual([cancelled.status, cancelled.statusMessage], ["cancelled", "cancelled by the client"]);
+      const listed = await session.client.experimental.tasks.listTasks();
+      assert.deepEqual(listed.tasks.map((task) => task.status), ["completed", "cancelled"]);
+      // The same job through the job tools.
+      const job = JSON.parse(textOf(await call(session, "fixture_wait_result", { jobId: taskId })));
+      assert.equal(job.state, "cancelled");
+      await assert.rejects(
+        session.client.experimental.tasks.cancelTask(taskId),
+        /cannot be cancelled: it is cancelled already/,
+      );
+      await assert.rejects(
+        session.client.experimental.tasks.getTask("job_" + "0".repeat(32)),
+        /No task job_0{32}: neither this server nor an earlier one whose jobs it keeps issued it/,
+      );
+      // Arguments the tool refuses: refused as a JSON-RPC error in the plain call's words, and no task made.
+      const plain = await call(session, "fixture_wait", { ms: "soon" });
+      const errors: string[] = [];
+      for await (
+        const message of session.client.experimental.tasks.callToolStream({
+          name: "fixture_wait",
+          arguments: { ms: "soon" },
+        })
+      ) if (message.type === "error") errors.push(message.error.message);
+      assert.equal(errors.length, 1);
+      assert.ok(errors[0].startsWith("MCP error -32602: ") && errors[0].endsWith(textOf(plain)), errors[0]);
+      assert.equal((await session.client.experimental.tasks.listTasks()).tasks.length, 2);
+    } finally {
+      await session.close();
+    }
+  });
+
   it("refuses malformed job settings by name", async () => {
     const cases: [string[], string][] = [
       [["--job-queue", "many"], 'Invalid --job-queue: expected a whole number from 0 to 1000, received "many"'],

@@ -59,7 +59,7 @@ export interface JobView {
 export const JOB_ID = /^job_[0-9a-f]{32}$/;
 /** Expired ids remembered, to tell "expired" from "never issued" (then the oldest are forgotten). */
 const EXPIRED_REMEMBERED = 10_000;
-const FINISHED: ReadonlySet<JobState> = new Set(["done", "failed", "interrupted"]);
+const FINISHED: ReadonlySet<JobState> = new Set(["done", "failed", "interrupted", "cancelled"]);
 
 function newId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -79,6 +79,8 @@ export class JobQueue {
   readonly #expired = new Set<string>();
   /** Saves in order: each waits for the one before, so the file ends as the last change left it. */
   #saving: Promise<void> = Promise.resolve();
+  /** Who waits for a job of this process to finish, by id. */
+  readonly #waiters = new Map<string, (() => void)[]>();
   #stopped = false;
 
   constructor(store: JobStore, limits: JobLimits = DEFAULT_JOB_LIMITS, now: () => number = Date.now) {
@@ -142,6 +144,38 @@ export class JobQueue {
     return { kind: this.#expired.has(id) ? "expired" : "unknown", id };
   }
 
+  /** This process's jobs, oldest first. */
+  list(): JobView[] {
+    return [...this.#jobs.values()].map((record) => this.#view(record));
+  }
+
+  /** Resolves once this process's job `id` has finished (at once when it has, or is not this process's). */
+  finished(id: string): Promise<void> {
+    const record = this.#jobs.get(id);
+    if (!record || FINISHED.has(record.state)) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.set(id, [...(this.#waiters.get(id) ?? []), resolve]));
+  }
+
+  /**
+   * Cancels this process's job `id` at the client's request: a queued one never runs, a running one's signal aborts.
+   * Returns false for a job that has finished, or is not this process's.
+   */
+  cancel(id: string): boolean {
+    const record = this.#jobs.get(id);
+    if (!record || FINISHED.has(record.state)) return false;
+    const controller = this.#running.get(id);
+    this.#running.delete(id);
+    this.#runs.delete(id);
+    this.#update(id, {
+      state: "cancelled",
+      reason: "cancelled by the client",
+      finishedAt: new Date(this.#now()).toISOString(),
+    });
+    controller?.abort(new Error("cancelled by the client"));
+    this.#next();
+    return true;
+  }
+
   /**
    * Stops every job: the running ones' signals abort (their process groups
    * are killed by their doors), and running or queued ones are interrupted.
@@ -157,6 +191,7 @@ export class JobQueue {
     }
     this.#runs.clear();
     this.#running.clear();
+    for (const id of [...this.#waiters.keys()]) this.#wake(id);
     await this.#save();
   }
 
@@ -204,10 +239,16 @@ export class JobQueue {
     this.#next();
   }
 
+  #wake(id: string): void {
+    for (const wake of this.#waiters.get(id) ?? []) wake();
+    this.#waiters.delete(id);
+  }
+
   #update(id: string, fields: Partial<JobRecord>): void {
     const record = this.#jobs.get(id);
     if (!record) return;
     this.#jobs.set(id, { ...record, ...fields });
+    if (fields.state !== undefined && FINISHED.has(fields.state)) this.#wake(id);
     void this.#save().catch(() => {
       // A job already given out cannot be refused now; the store's next write may succeed.
     });

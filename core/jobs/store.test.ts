@@ -102,7 +102,7 @@ describe("the file job store", () => {
       [JSON.stringify({ ...storeFile(DEAD, new Date().toISOString(), []), v: 2 }), "at v: Invalid type: Expected 1"],
       [
         JSON.stringify(storeFile(DEAD, new Date().toISOString(), [{ ...job(1), state: "lost" as never }])),
-        'at jobs.0.state: Invalid type: Expected ("queued" | "running" | "done" | "failed" | "interrupted")',
+        'at jobs.0.state: Invalid type: Expected ("queued" | "running" | "done" | "failed" | "interrupted" | "cancelled")',
       ],
     ];
     for (const [i, [text, why]] of cases.entries()) {

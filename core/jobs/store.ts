@@ -15,7 +15,7 @@ export const JOB_STORE_VERSION = 1;
 /** A store file larger than this is refused rather than read (about 1,000 jobs of large results). */
 const MAX_STORE_BYTES = 64 * 1024 * 1024;
 
-export const JOB_STATES = ["queued", "running", "done", "failed", "interrupted"] as const;
+export const JOB_STATES = ["queued", "running", "done", "failed", "interrupted", "cancelled"] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 const Time = v.pipe(v.string(), v.isoTimestamp());

@@ -9,6 +9,7 @@
 import * as v from "valibot";
 import type { CatalogEntry } from "../catalog.ts";
 import type { CallOptions } from "../call/run.ts";
+import { describeIssue } from "../call/messages.ts";
 import { problem, WardenError } from "../errors.ts";
 import { governedCall } from "../governance/governed_call.ts";
 import type { Ledger } from "../governance/ledger.ts";
@@ -16,6 +17,8 @@ import { decide, type Policy } from "../governance/policy.ts";
 import { checkTool, type LoadedTool } from "../loader.ts";
 import { defineTool } from "../tool.ts";
 import { JOB_ID, type JobLimits, type JobLookup, type JobQueue, type JobView } from "./queue.ts";
+import { JOB_STATES } from "./store.ts";
+import { errorResult } from "../call/result.ts";
 
 /** What a job's run needs of the host: the server's call options, with the job's own time limit. */
 export interface JobRunOptions extends Omit<CallOptions, "signal" | "sendProgress" | "sendLog"> {
@@ -61,13 +64,114 @@ export class JobHost {
     return this.#ready().queue.lookup(id);
   }
 
+  // The same jobs as MCP tasks (2025-11-25): a task-augmented tools/call of a job tool starts one, and
+  // tasks/get, tasks/result, tasks/list and tasks/cancel answer for it by its id.
+
+  /** Starts `name` as a task: its arguments checked by its own schema first, as a plain call would. */
+  async startTask(name: string, args: unknown): Promise<McpTask> {
+    const { tools, limits } = this.#ready();
+    const entry = tools.get(name)!;
+    const validated = entry.validateInput(args ?? {});
+    if (!validated.ok) {
+      throw new WardenError(
+        "invalid_arguments",
+        [...new Set(validated.issues.map((issue) => describeIssue(entry, issue)))].join("\n"),
+      );
+    }
+    return taskOf(await this.start(name, validated.value as Record<string, unknown>), limits);
+  }
+
+  /** The task `id`; a WardenError (not_found) for an expired or unknown one. */
+  task(id: string): McpTask {
+    return taskOf(this.#found(id), this.#ready().limits);
+  }
+
+  /** The task's result once it has finished (waiting for that): the tool's result, or an error result saying why not. */
+  async taskResult(id: string): Promise<Record<string, unknown>> {
+    await this.#ready().queue.finished(this.#found(id).jobId);
+    const job = this.#found(id);
+    if (job.result) return job.result;
+    const code = job.state === "cancelled" || job.state === "interrupted" ? "cancelled" : "tool_failed";
+    return errorResult(code, job.reason ?? `the job ended ${job.state}`) as unknown as Record<string, unknown>;
+  }
+
+  tasks(): McpTask[] {
+    const { queue, limits } = this.#ready();
+    return queue.list().map((job) => taskOf(job, limits));
+  }
+
+  /** Cancels the task; a WardenError for one that has finished already or is not this server's. */
+  cancelTask(id: string): McpTask {
+    const job = this.#found(id);
+    if (!this.#ready().queue.cancel(job.jobId)) {
+      throw new WardenError(
+        "invalid_arguments",
+        problem(
+          `Task ${id} cannot be cancelled`,
+          job.heldBy ? `another server (pid ${job.heldBy}) runs it` : `it is ${job.state} already`,
+        ),
+      );
+    }
+    return this.task(id);
+  }
+
+  #found(id: string): JobView {
+    const found = this.lookup(id);
+    if (found.kind === "job") return found.job;
+    throw new WardenError(
+      "not_found",
+      found.kind === "expired"
+        ? problem(`Task ${id} has expired`, "a finished task is kept for the job retention, then removed")
+        : problem(`No task ${id}`, "neither this server nor an earlier one whose jobs it keeps issued it"),
+    );
+  }
+
   limits(): JobLimits & { timeoutMs: number } {
     const { limits, options } = this.#ready();
     return { ...limits, timeoutMs: options.timeoutMs };
   }
 }
 
-const JobState = v.picklist(["queued", "running", "done", "failed", "interrupted"]);
+const JobState = v.picklist(JOB_STATES);
+/** A task as MCP's tasks/get answers it. */
+export interface McpTask {
+  readonly taskId: string;
+  readonly status: "working" | "completed" | "failed" | "cancelled";
+  readonly statusMessage?: string;
+  readonly createdAt: string;
+  readonly lastUpdatedAt: string;
+  readonly ttl: number;
+  readonly pollInterval: number;
+}
+
+/** How often a client is asked to poll a task, in ms. */
+const POLL_INTERVAL_MS = 1000;
+
+function taskOf(job: JobView, limits: JobLimits): McpTask {
+  const status = job.state === "queued" || job.state === "running"
+    ? "working"
+    : job.state === "done"
+    ? "completed"
+    : job.state === "cancelled"
+    ? "cancelled"
+    : "failed";
+  const message = job.reason ??
+    (job.state === "queued" && job.queuePosition !== null
+      ? `queued, position ${job.queuePosition}`
+      : job.heldBy
+      ? `held by the server with pid ${job.heldBy}`
+      : undefined);
+  return {
+    taskId: job.jobId,
+    status,
+    ...(message !== undefined ? { statusMessage: message } : {}),
+    createdAt: job.createdAt,
+    lastUpdatedAt: job.finishedAt ?? job.startedAt ?? job.createdAt,
+    ttl: limits.retentionMs,
+    pollInterval: POLL_INTERVAL_MS,
+  };
+}
+
 const Limits = v.object({
   concurrency: v.number(),
   queue: v.number(),

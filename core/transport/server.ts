@@ -15,6 +15,9 @@ import type { RootFs } from "../doors/roots.ts";
 import type { Spawner } from "../doors/spawn.ts";
 import { isId, type JsonRpcMessage, type RequestId, SerializedResult, StdioTransport } from "./stdio.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.ts";
+import type { JobHost } from "../jobs/tools.ts";
+import { decide } from "../governance/policy.ts";
+import { WardenError } from "../errors.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {
@@ -37,6 +40,8 @@ export interface ServeOptions {
   readonly deferred?: () => Promise<void>;
   /** Stops what the server started (plugin children) before the process ends. */
   readonly shutdown: () => Promise<void>;
+  /** The job queue, when a tool is served as a job: its tools are also MCP tasks. */
+  readonly jobs?: JobHost;
 }
 
 type Params = Record<string, unknown> | undefined;
@@ -50,6 +55,16 @@ const CANCEL_GRACE_MS = 250;
 
 function invalidParams(message: string): McpError {
   return new McpError(ErrorCode.InvalidParams, message);
+}
+
+/** A task request's refusal (unknown id, a full queue, a finished task) as the JSON-RPC error that says it. */
+async function taskCall<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof WardenError) throw invalidParams(error.message);
+    throw error;
+  }
 }
 
 /** A zod issue, as the SDK's schemas report it (zod is the SDK's, not warden's). */
@@ -187,7 +202,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   const server = new Server(
     { name: options.name, version: options.version },
     {
-      capabilities: { tools: { listChanged: false }, logging: {} },
+      capabilities: {
+        tools: { listChanged: false },
+        logging: {},
+        // A tool served as a job may also be called as a task (MCP 2025-11-25), backed by the same job store.
+        ...(options.jobs ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+      },
       // Used only to check elicitation replies, which warden never requests;
       // passing one keeps the SDK from building Ajv (and the build drops Ajv).
       jsonSchemaValidator: {
@@ -199,6 +219,9 @@ export async function serve(options: ServeOptions): Promise<void> {
   );
 
   const listResult = new SerializedResult(JSON.stringify(catalog.listResult));
+  /** The tools/call requests that came task-augmented, by id (see checkEveryRequest). */
+  const asTask = new Set<string>();
+  const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
   // tools/* and logging/setLevel are answered here, with warden's own
   // validation, instead of the SDK's per-request zod parsing of requests and results.
   server.removeRequestHandler("logging/setLevel");
@@ -233,6 +256,24 @@ export async function serve(options: ServeOptions): Promise<void> {
             `Invalid tools/call: params.arguments must be an object, received ${JSON.stringify(args)}`,
           );
         }
+        // A task-augmented call of a job tool becomes a job. One the tool or the policy refuses is refused as a
+        // JSON-RPC error with the words of the plain call's refusal (recorded in the ledger as that call would be):
+        // a client that asked for a task reads a task, or an error.
+        const taskAugmented = asTask.delete(keyOfId(extra.requestId)) && tool.job === true && options.jobs;
+        if (taskAugmented) {
+          if (!decide(options.policy, tool) && tool.validateInput(args ?? {}).ok) {
+            return { task: await taskCall(() => taskAugmented.startTask(name, args)) };
+          }
+          const refused = await governedCall(tool, args, {
+            policy: options.policy,
+            ledger: options.ledger,
+            fs: options.fs,
+            host,
+            timeoutMs: options.callTimeoutMs,
+            spawner: options.spawner,
+          });
+          throw invalidParams(refused.content.map((part) => part.text).join("\n"));
+        }
         const progressToken = (params?._meta as Params)?.progressToken;
         const validToken = typeof progressToken === "string" || typeof progressToken === "number";
         const result = await governedCall(tool, args, {
@@ -265,6 +306,37 @@ export async function serve(options: ServeOptions): Promise<void> {
         const json = resultJson(result);
         // The SDK hands the handler's value to the transport's send untouched.
         return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
+      }
+      case "tasks/get":
+      case "tasks/result":
+      case "tasks/list":
+      case "tasks/cancel": {
+        const jobs = options.jobs;
+        if (!jobs) {
+          throw new McpError(
+            ErrorCode.MethodNotFound,
+            `Method not found: ${request.method} (no tool runs as a task here)`,
+          );
+        }
+        if (request.method === "tasks/list") {
+          if (params?.cursor !== undefined) {
+            throw invalidParams(
+              `Invalid cursor ${JSON.stringify(params.cursor)}: the task list has one page; omit the cursor`,
+            );
+          }
+          return { tasks: jobs.tasks() };
+        }
+        const taskId = params?.taskId;
+        if (typeof taskId !== "string") {
+          throw invalidParams(`Invalid ${request.method}: params.taskId must be the task id as a string`);
+        }
+        if (request.method === "tasks/get") return { ...await taskCall(() => Promise.resolve(jobs.task(taskId))) };
+        if (request.method === "tasks/cancel") {
+          return { ...await taskCall(() => Promise.resolve(jobs.cancelTask(taskId))) };
+        }
+        const result = await taskCall(() => jobs.taskResult(taskId));
+        const meta = (result._meta ?? {}) as Record<string, unknown>;
+        return { ...result, _meta: { ...meta, "io.modelcontextprotocol/related-task": { taskId } } };
       }
       case "logging/setLevel": {
         const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);
@@ -365,11 +437,13 @@ export async function serve(options: ServeOptions): Promise<void> {
       const id = message.id;
       if (typeof message.method !== "string" || !isId(id)) return sdkOnMessage(message);
       const params = message.params as Params;
-      // MCP: a receiver that declares no tasks capability processes a task-augmented
-      // request normally (the SDK refuses it with -32603 instead).
+      // The SDK refuses a task-augmented request it has no task store for (-32603): it never sees params.task.
+      // A tools/call that carried one is noted for the handler above, which makes it a job when the tool is one;
+      // anything else is processed normally, as MCP asks of a receiver that does not take it as a task.
       if (params?.task !== undefined) {
         const { task: _task, ...rest } = params;
         message = { ...message, params: rest };
+        if (options.jobs && message.method === "tools/call") asTask.add(keyOfId(id));
       }
       if (message.method === "initialize") initializing.add(id);
       const before = running.get(id);
