@@ -223,6 +223,22 @@ describe(`run_checks (${runtimeName})`, () => {
     sh(repo, "git", "commit", "-q", "-m", "fix");
   });
 
+  it("scope working: untracked files too, a name that looks like an option passed as a path", async () => {
+    const odd = path.join(repo, "src/-rf.ts");
+    writeFileSync(odd, "export function f(): void {\n  debugger;\n}\n");
+    try {
+      const staged = await call({ root: "repo", group: "lint" });
+      assert.equal(staged.answer?.gate, "ERROR", "nothing staged: nothing to lint");
+      assert.match(staged.answer!.coverageReasons.join("\n"), /the staged change is empty: .*pass scope: working/);
+      const { answer } = await call({ root: "repo", group: "lint", scope: "working" });
+      assert.equal(answer?.gate, "FAIL", answer?.summary);
+      assert.deepEqual(answer!.findings.map((f) => [f.file, f.line, f.rule]), [["src/-rf.ts", 2, "no-debugger"]]);
+      assert.equal(answer!.scope.mode, "working");
+    } finally {
+      spawnSync("rm", ["-f", odd]);
+    }
+  });
+
   it("refuses a check manifest found in the repository, signed or not", async () => {
     mkdirSync(path.join(repo, ".warden"), { recursive: true });
     const manifest = path.join(repo, ".warden/checks.json");
@@ -249,7 +265,8 @@ describe(`run_checks (${runtimeName})`, () => {
       title: "an unknown group",
       args: { group: "security" },
       code: "invalid_arguments",
-      message: /^Invalid argument "group": expected "default" \| "typescript" \| "lint" \| "hygiene" but received "security"$/,
+      message:
+        /^Invalid argument "group": expected "default" \| "typescript" \| "lint" \| "hygiene" but received "security"$/,
     },
     {
       title: "scope and diff together",
@@ -262,7 +279,8 @@ describe(`run_checks (${runtimeName})`, () => {
       title: "an option smuggled in as a ref",
       args: { diff: ["--output=/tmp/x"] },
       code: "invalid_arguments",
-      message: /^Invalid argument "diff\[0\]": expected a ref, a commit or a range, not an option but received "--output=\/tmp\/x"$/,
+      message:
+        /^Invalid argument "diff\[0\]": expected a ref, a commit or a range, not an option but received "--output=\/tmp\/x"$/,
     },
     {
       title: "a range of a ref that does not exist",

@@ -6,12 +6,13 @@
 import * as v from "valibot";
 import { messageOf, problem, received, WardenError } from "../../../core/errors.ts";
 import type { GateContext } from "../../../core/tool.ts";
-import { REF_PATTERN } from "../git.ts";
+import { git, REF_PATTERN } from "../git.ts";
 import { GROUPS, planGroup } from "./groups.ts";
 import { pathMapper, runProgramCheck } from "./program.ts";
 import { changeScope } from "./scope.ts";
 import {
   atLeast,
+  type ChangeScope,
   type CheckOutcome,
   CheckOutcomeSchema,
   type Finding,
@@ -253,6 +254,10 @@ export async function runChecks(request: RunRequest, ctx: GateContext, signal = 
         }`,
     );
   }
+  if (checks.some((c, i) => plan[i].kind === "program" && (c.status === "passed" || c.status === "failed"))) {
+    const why = await workTreeDiffers(ctx, root, scope.mode);
+    if (why) coverageReasons.push(why);
+  }
   coverageReasons.push(...untrusted);
 
   const severities = Object.fromEntries(SEVERITIES.map((s) => [s, findings.filter((f) => f.severity === s).length]));
@@ -292,6 +297,21 @@ export async function runChecks(request: RunRequest, ctx: GateContext, signal = 
     minSeverity,
     durationMs: Math.round(performance.now() - started),
   };
+}
+
+/**
+ * Programs read the files as they are in the working tree, which warden never changes (no stash, no checkout): when
+ * that is not the change asked about, their verdict is on another tree, and the answer says so.
+ */
+async function workTreeDiffers(ctx: GateContext, root: string, mode: ChangeScope["mode"]): Promise<string | null> {
+  if (mode === "working") return null;
+  if (mode === "range") {
+    return "program checks (tsc, linters) read the working tree, not the range's commits: check out the range's end for their verdict on it";
+  }
+  const unstaged = await git(ctx, root, ["diff", "--quiet", "--no-ext-diff", "--no-textconv", "--relative", "--", "."]);
+  return unstaged.exitCode === 0
+    ? null
+    : "program checks (tsc, linters) read the working tree, which has changes that are not staged: their verdict is on those too";
 }
 
 function bySeverity(a: Finding, b: Finding): number {
