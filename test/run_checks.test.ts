@@ -225,15 +225,26 @@ describe(`run_checks (${runtimeName})`, () => {
 
   it("scope working: untracked files too, a name that looks like an option passed as a path", async () => {
     const odd = path.join(repo, "src/-rf.ts");
-    writeFileSync(odd, "export function f(): void {\n  debugger;\n}\n");
+    writeFileSync(odd, "export function f(): void {\n  debugger;\n  debugger;\n}\n");
     try {
       const staged = await call({ root: "repo", group: "lint" });
       assert.equal(staged.answer?.gate, "ERROR", "nothing staged: nothing to lint");
       assert.match(staged.answer!.coverageReasons.join("\n"), /the staged change is empty: .*pass scope: working/);
       const { answer } = await call({ root: "repo", group: "lint", scope: "working" });
       assert.equal(answer?.gate, "FAIL", answer?.summary);
-      assert.deepEqual(answer!.findings.map((f) => [f.file, f.line, f.rule]), [["src/-rf.ts", 2, "no-debugger"]]);
+      assert.deepEqual(answer!.findings.map((f) => [f.file, f.line, f.rule]), [
+        ["src/-rf.ts", 2, "no-debugger"],
+        ["src/-rf.ts", 3, "no-debugger"],
+      ]);
       assert.equal(answer!.scope.mode, "working");
+      // Pages: the same run's findings one at a time, through the cursor.
+      const first = await call({ root: "repo", group: "lint", scope: "working", limit: 1 });
+      const cursor = (first.result.structuredContent as { nextCursor?: string }).nextCursor;
+      assert.deepEqual(first.answer!.findings.map((f) => f.line), [2]);
+      assert.ok(cursor, "a second page");
+      const second = await call({ root: "repo", group: "lint", scope: "working", limit: 1, cursor });
+      assert.deepEqual(second.answer!.findings.map((f) => f.line), [3], textOf(second.result));
+      assert.equal((second.result.structuredContent as { nextCursor?: string }).nextCursor, undefined);
     } finally {
       spawnSync("rm", ["-f", odd]);
     }

@@ -29,21 +29,26 @@ const TSC_TIMEOUT_MS = 10 * 60_000;
 const LINT_TIMEOUT_MS = 5 * 60_000;
 
 /** The checks of `group` for `root`, in the order they run. */
-export async function planGroup(group: GroupName, ctx: GateContext, root: string): Promise<PlannedCheck[]> {
+export async function planGroup(
+  group: GroupName,
+  ctx: GateContext,
+  root: string,
+  hygiene: readonly BuiltinCheck[] = HYGIENE_CHECKS,
+): Promise<PlannedCheck[]> {
   switch (group) {
     case "typescript":
       return await typescriptChecks(ctx, root);
     case "lint":
       return await lintChecks(ctx, root);
     case "hygiene":
-      return hygieneChecks();
+      return hygieneChecks(hygiene);
     case "default":
-      return [...await typescriptChecks(ctx, root), ...await lintChecks(ctx, root), ...hygieneChecks()];
+      return [...await typescriptChecks(ctx, root), ...await lintChecks(ctx, root), ...hygieneChecks(hygiene)];
   }
 }
 
-function hygieneChecks(): PlannedCheck[] {
-  return HYGIENE_CHECKS.map((check) => ({ kind: "builtin", check }));
+function hygieneChecks(checks: readonly BuiltinCheck[]): PlannedCheck[] {
+  return checks.map((check) => ({ kind: "builtin", check }));
 }
 
 /** Which of `files` (root-relative) exist, by one stat of them all. */

@@ -88,7 +88,12 @@ export async function runProgramCheck(
     }
     const said = hidePath(result.stderr.trim().split("\n")[0] ?? "").slice(0, 300);
     if (result.timedOut) {
-      return { kind: "error", reason: `it did not finish within ${check.timeoutMs} ms and was killed`, exitCode: null };
+      return {
+        kind: "error",
+        reason:
+          `it was killed after ${result.durationMs} ms, at its time limit (${check.timeoutMs} ms, or what was left of the call: raise --call-timeout)`,
+        exitCode: null,
+      };
     }
     if (result.exitCode === null) {
       return { kind: "error", reason: `it was killed by ${result.signal ?? "a signal"}`, exitCode: null };

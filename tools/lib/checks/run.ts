@@ -12,6 +12,7 @@ import { pathMapper, runProgramCheck } from "./program.ts";
 import { changeScope } from "./scope.ts";
 import {
   atLeast,
+  type BuiltinCheck,
   type ChangeScope,
   type CheckOutcome,
   CheckOutcomeSchema,
@@ -130,8 +131,19 @@ async function refuseRepoManifest(ctx: GateContext, root: string): Promise<void>
   );
 }
 
+/** What a caller other than the tool may change about a run. */
+export interface RunOptions {
+  /** The checks of the `hygiene` group (default: warden's own, HYGIENE_CHECKS). */
+  readonly hygiene?: readonly BuiltinCheck[];
+}
+
 /** The checks of the request over its change, and the gate. Throws a WardenError when the run cannot start. */
-export async function runChecks(request: RunRequest, ctx: GateContext, signal = ctx.signal): Promise<RunResult> {
+export async function runChecks(
+  request: RunRequest,
+  ctx: GateContext,
+  signal: AbortSignal = ctx.signal,
+  options: RunOptions = {},
+): Promise<RunResult> {
   const started = performance.now();
   const root = request.root ?? ctx.fs.rootIds[0];
   if (!ctx.fs.rootIds.includes(root)) {
@@ -165,7 +177,7 @@ export async function runChecks(request: RunRequest, ctx: GateContext, signal = 
   const { scope } = scoped;
   const hidePath = (text: string) =>
     text.replaceAll(scoped.rootPath, "").replaceAll(scoped.rootPath.replace(/\/$/, ""), ".");
-  const plan = await planGroup(group, ctx, root);
+  const plan = await planGroup(group, ctx, root, options.hygiene);
   const isolation = await ctx.host.gateIsolation();
 
   const trips = (severity: Severity) => failOn !== "none" && (failOn === "any" || atLeast(severity, failOn));
