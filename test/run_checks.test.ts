@@ -342,6 +342,7 @@ describe(`run_checks without isolation or a compiler (${runtimeName})`, () => {
   const bin = path.join(work.dir, "bin");
   const withTsc = path.join(work.dir, "with-tsc");
   const noTsc = path.join(work.dir, "no-tsc");
+  const plugins = path.join(work.dir, "lint-plugins");
   let session: Session | undefined;
 
   before(async () => {
@@ -355,8 +356,14 @@ describe(`run_checks without isolation or a compiler (${runtimeName})`, () => {
     repository(withTsc, PROJECT);
     installTypeScript(withTsc);
     repository(noTsc, PROJECT);
+    mkdirSync(plugins);
+    repository(plugins, { ...PROJECT, "deno.json": JSON.stringify({ lint: { plugins: ["./lint_plugin.ts"] } }) });
+    for (const dir of [noTsc, plugins]) {
+      writeFileSync(path.join(dir, "src/lint_me.ts"), "export function f(): void {\n  debugger;\n}\n");
+      sh(dir, "git", "add", "src/lint_me.ts");
+    }
     session = await connect({
-      args: ["--root", `tsc=${withTsc}`, "--root", `bare=${noTsc}`],
+      args: ["--root", `tsc=${withTsc}`, "--root", `bare=${noTsc}`, "--root", `plugins=${plugins}`],
       env: { PATH: bin },
     });
   });
@@ -365,8 +372,8 @@ describe(`run_checks without isolation or a compiler (${runtimeName})`, () => {
     work.remove();
   });
 
-  const call = async (root: string) => {
-    const result = await session!.client.callTool({ name: "run_checks", arguments: { root, group: "typescript" } });
+  const call = async (root: string, group = "typescript") => {
+    const result = await session!.client.callTool({ name: "run_checks", arguments: { root, group } });
     return (result.isError ? assert.fail(textOf(result)) : result.structuredContent) as Answer;
   };
 
@@ -376,7 +383,7 @@ describe(`run_checks without isolation or a compiler (${runtimeName})`, () => {
     assert.deepEqual(answer.checks.map((c) => [c.name, c.status]), [["typescript/tsc", "skipped"]]);
     assert.match(
       answer.checks[0].reason!,
-      /^it runs the repository's own code \(node node_modules\/typescript\/bin\/tsc\), which warden runs only in isolation, and none is in force here \(bubblewrap \(bwrap\) is not installed/,
+      /^it runs the repository's own code \(node \.\/node_modules\/typescript\/bin\/tsc\), which warden runs only in isolation, and none is in force here \(bubblewrap \(bwrap\) is not installed/,
     );
     assert.match(
       answer.summary,
@@ -391,6 +398,22 @@ describe(`run_checks without isolation or a compiler (${runtimeName})`, () => {
     assert.match(
       answer.checks[0].reason!,
       /^no TypeScript compiler: the project has no node_modules\/typescript and tsc was not in warden's PATH when it started; run npm install/,
+    );
+  });
+
+  it("runs deno lint unisolated when the project names no lint plugin, and refuses it when it does", async () => {
+    const plain = await call("bare", "lint");
+    assert.equal(plain.gate, "FAIL", plain.summary);
+    assert.deepEqual(plain.findings.map((f) => [f.check, f.file, f.rule]), [[
+      "lint/deno",
+      "src/lint_me.ts",
+      "no-debugger",
+    ]]);
+    const withPlugins = await call("plugins", "lint");
+    assert.equal(withPlugins.gate, "ERROR");
+    assert.match(
+      withPlugins.checks.find((c) => c.name === "lint/deno")!.reason!,
+      /^it runs the repository's own code \(deno lint\), which warden runs only in isolation/,
     );
   });
 });

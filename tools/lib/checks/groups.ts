@@ -80,7 +80,8 @@ async function typescriptChecks(ctx: GateContext, root: string): Promise<Planned
   for (const config of configs) {
     const dir = config.includes("/") ? config.slice(0, config.lastIndexOf("/")) : ".";
     const name = dir === "." ? "typescript/tsc" : `typescript/tsc:${dir}`;
-    const args = ["--noEmit", "--pretty", "false", "-p", config];
+    // Every path as `./<path>`: a directory named like an option (`-r`) stays a path for node and tsc.
+    const args = ["--noEmit", "--pretty", "false", "-p", `./${config}`];
     const base = {
       name,
       description: `tsc --noEmit -p ${config}: the project's type errors`,
@@ -97,7 +98,10 @@ async function typescriptChecks(ctx: GateContext, root: string): Promise<Planned
     // The project's own compiler first: its version is the one the project is written for.
     const local = await localBin(ctx, root, dir, "typescript/bin/tsc");
     if (local && program(ctx, "node")) {
-      planned.push({ kind: "program", check: { ...base, argv: ["node", local, ...args], executesRepoCode: true } });
+      planned.push({
+        kind: "program",
+        check: { ...base, argv: ["node", `./${local}`, ...args], executesRepoCode: true },
+      });
     } else if (program(ctx, "tsc")) {
       planned.push({ kind: "program", check: { ...base, argv: ["tsc", ...args], executesRepoCode: false } });
     } else {
@@ -155,7 +159,7 @@ async function lintChecks(ctx: GateContext, root: string): Promise<PlannedCheck[
           ...lint,
           name: "lint/eslint",
           description,
-          argv: ["node", local, "--format", "json"],
+          argv: ["node", `./${local}`, "--format", "json"],
           output: "eslint-json",
           executesRepoCode: true,
         },
@@ -199,7 +203,8 @@ async function lintChecks(ctx: GateContext, root: string): Promise<PlannedCheck[
         ...lint,
         name: "lint/deno",
         description: `deno lint with ${denoConfig}, on the changed files`,
-        argv: ["deno", "lint", "--json"],
+        // The root's config, named: deno would otherwise also look for one in the directories above the root.
+        argv: ["deno", "lint", "--json", "--config", `./${denoConfig}`],
         output: "deno-lint-json",
         executesRepoCode: text.includes('"plugins"'),
       },
