@@ -13,6 +13,7 @@ import { Spawner } from "../core/doors/spawn.ts";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
 import type { GateContext, HostFacts } from "../core/tool.ts";
+import { pathMapper, type ProgramCheck, runProgramCheck } from "../tools/lib/checks/program.ts";
 import { runChecks } from "../tools/lib/checks/run.ts";
 import type { BuiltinCheck, ChangeScope, Finding } from "../tools/lib/checks/types.ts";
 import { runtimeName, tempDir } from "./helpers.ts";
@@ -80,7 +81,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
 
     fs = await openRoots([{ id: "repo", path: repo }]);
     const spawner = new Spawner();
-    await spawner.resolve(["git"]);
+    await spawner.resolve(["git", "sh"]);
     const host = {
       programs: { git: true },
       gateIsolation: () => spawner.isolation(),
@@ -89,7 +90,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       signal: () => new AbortController().signal,
       fs,
       host,
-      tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
+      tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git", "sh"], writeRoots: [], netHosts: [] } },
       deadline: Date.now() + 120_000,
       spawner,
     });
@@ -184,5 +185,93 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       answer.summary,
       /no check of group "hygiene" applies to root "repo" or to its change: nothing was checked/,
     );
+  });
+
+  describe("a program check", () => {
+    const scope: ChangeScope = {
+      root: "repo",
+      mode: "staged",
+      range: null,
+      files: [
+        { path: "src/a.ts", status: "modified", addedLines: [], binary: false },
+        { path: "src/b.ts", status: "added", addedLines: [], binary: false },
+        { path: "src/c.ts", status: "deleted", addedLines: [], binary: false },
+        { path: "doc.md", status: "added", addedLines: [], binary: false },
+        { path: "src/d.ts", status: "added", addedLines: [], binary: false },
+      ],
+    };
+    const shell = (script: string, fields: Partial<ProgramCheck> = {}): ProgramCheck => ({
+      name: "probe/sh",
+      description: "a shell script",
+      argv: ["sh", "-c", script, "sh"],
+      cwd: ".",
+      extensions: [".ts"],
+      passFilenames: false,
+      batchSize: 10,
+      successCodes: [0],
+      output: "pass-fail",
+      failSeverity: "medium",
+      executesRepoCode: false,
+      timeoutMs: 30_000,
+      ...fields,
+    });
+    const run = (check: ProgramCheck) => runProgramCheck(check, scope, ctx, pathMapper("/nowhere/", "."), (t) => t);
+
+    it("pass-fail: an exit code outside successCodes is one finding of failSeverity, with what it said", async () => {
+      assert.deepEqual(await run(shell("exit 0")), { kind: "ran", findings: [], exitCode: 0 });
+      const failed = await run(shell("echo 'two tests failed' >&2; exit 3"));
+      assert.deepEqual(failed, {
+        kind: "ran",
+        exitCode: 3,
+        findings: [{
+          check: "probe/sh",
+          file: null,
+          line: null,
+          column: null,
+          severity: "medium",
+          rule: null,
+          message: "sh exited with 3: two tests failed",
+        }],
+      });
+    });
+
+    it("passes the changed files it reads as ./<path>, in batches, never deleted ones or other kinds", async () => {
+      const batches = await run(shell('echo "$@" >&2; exit 1', { passFilenames: true, batchSize: 2 }));
+      assert.equal(batches.kind, "ran");
+      const messages = batches.kind === "ran" ? batches.findings.map((f) => f.message) : [];
+      assert.deepEqual(messages, ["sh exited with 1: ./src/a.ts ./src/b.ts", "sh exited with 1: ./src/d.ts"]);
+      const none = await run(shell("exit 0", { passFilenames: true, extensions: [".py"] }));
+      assert.deepEqual(none, { kind: "skipped", reason: "no file of the change is one it reads (.py)" });
+    });
+
+    it("is an error, never a pass, when it crashes, prints what is not its format, or runs out of time", async () => {
+      assert.deepEqual(await run(shell("echo 'config broken' >&2; exit 2", { output: "tsc", successCodes: [0, 1] })), {
+        kind: "error",
+        reason: "sh exited with 2, which is not one of its success codes (0, 1): config broken",
+        exitCode: 2,
+      });
+      assert.deepEqual(await run(shell("echo 'not json'", { output: "sarif" })), {
+        kind: "error",
+        reason: "Output of probe/sh is not SARIF: " + (() => {
+          try {
+            JSON.parse("not json\n");
+          } catch (error) {
+            return (error as Error).message;
+          }
+        })(),
+        exitCode: 0,
+      });
+      assert.deepEqual(await run(shell("exit 1", { output: "tsc", successCodes: [0, 1, 2] })), {
+        kind: "error",
+        reason: "sh exited with 1 but reported nothing",
+        exitCode: 1,
+      });
+      const slow = await run(shell("sleep 20", { timeoutMs: 300 }));
+      assert.equal(slow.kind, "error");
+      assert.match(
+        slow.kind === "error" ? slow.reason : "",
+        /^it was killed after \d+ ms, at its time limit \(300 ms, or what was left of the call: raise --call-timeout\)$/,
+      );
+    });
   });
 });
