@@ -105,7 +105,8 @@ const BAD = [
   "}",
   "",
 ].join("\n");
-const FIXED = ["export const total: number = 12;", "export function trace(): void {}", ""].join("\n");
+// No export, so that no check of exports the change leaves dead has anything to say about the fix.
+const FIXED = ["const total: number = 12;", "void total;", ""].join("\n");
 
 const DENO = path.join(repoRoot, "node_modules/.bin");
 
