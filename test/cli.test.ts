@@ -17,7 +17,11 @@ describe(`cli (${runtimeName})`, () => {
     assert.match(lines[2], /^code_about\s+read\s+Describes one JavaScript or TypeScript module of a root: .*\.$/);
     assert.match(lines[6], /^extension_list\s+read\s+Lists every plugin directory with its id, .*\.$/);
     assert.match(lines[7], /^host_context\s+read\s+Describes this warden server: .*\.$/);
-    assert.match(lines[8], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
+    assert.match(
+      lines[8],
+      /^run_checks\s+gate\s+Runs a check group over a root's change before you ship it and answers PASS, FAIL or ERROR: .*\.$/,
+    );
+    assert.match(lines[9], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
     assert.equal(stderr, "", "nothing on stderr for a clean run");
   });
 

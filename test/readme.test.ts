@@ -2,7 +2,7 @@
 // and example tool are checked against what the code does.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { SETTINGS } from "../core/config.ts";
@@ -98,6 +98,15 @@ describe(`README (${runtimeName})`, () => {
     if (inPath("git") !== "/usr/bin/git" || inPath("bwrap") !== "/usr/bin/bwrap") {
       return skipOrFail(t, "README's example is for git and bubblewrap in /usr/bin: apt-get install git bubblewrap");
     }
+    // run_checks's other programs would be read too where found outside warden's node_modules (npm test puts its
+    // .bin first in PATH, which the node_modules grant covers).
+    const outside = ["tsc", "eslint", "deno"].filter((name) => inPath(name)?.startsWith(repoRoot) === false);
+    if (outside.length > 0) {
+      return skipOrFail(t, `README's example is for no tsc, eslint or deno in PATH; found ${outside.join(", ")}`);
+    }
+    // Wherever node is (CI installs its own), README shows it in /usr/bin.
+    const nodeAt = inPath("node");
+    const nodePaths = nodeAt ? [nodeAt, realpathSync(nodeAt)] : [];
     const block = /To run it under deno instead[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
     const documented = block.replace(/\\\n\s*/g, "").trim();
     const work = tempDir();
@@ -113,7 +122,12 @@ describe(`README (${runtimeName})`, () => {
       assert.equal(printed.code, 0, printed.stderr);
       // Each permission list is sorted by path, so its order depends on where warden is: compare them as sets.
       const asSets = (command: string) =>
-        command.replace(/(--allow-[a-z]+=)([^ ']+)/g, (_, flag, list) => flag + list.split(",").sort().join(","));
+        command.replace(
+          /(--allow-[a-z]+=)([^ ']+)/g,
+          (_, flag, list: string) =>
+            flag +
+            [...new Set(list.split(",").map((p) => nodePaths.includes(p) ? "/usr/bin/node" : p))].sort().join(","),
+        );
       const shown = printed.stdout.trim().replaceAll(repoRoot.replace(/\/$/, ""), "<warden>").replaceAll(
         temp.dir,
         "/tmp",

@@ -3,18 +3,9 @@
 // with insertions and deletions.
 import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
-import type { SpawnResult } from "../core/doors/spawn.ts";
 import { defineTool, type GateContext } from "../core/tool.ts";
+import { EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "./lib/git.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
-
-/** The empty tree: what a repository without commits is compared to. */
-const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-
-/**
- * git reads the repository's own config, which can name programs to run
- * (fsmonitor, external diff, textconv); these switches keep git to itself.
- */
-const HERMETIC = ["-c", "core.fsmonitor=false", "-c", "core.quotepath=off", "-c", "color.ui=never"];
 
 const FileChange = v.object({
   path: v.string(),
@@ -27,18 +18,6 @@ const FileChange = v.object({
   dependents: v.optional(v.object({ direct: v.number(), total: v.number(), runtime: v.number() })),
 });
 type FileChange = v.InferOutput<typeof FileChange>;
-
-async function git(ctx: GateContext, root: string, args: string[]): Promise<SpawnResult> {
-  return await ctx.spawn(["git", ...HERMETIC, ...args], {
-    root,
-    env: { GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1" },
-    maxOutputBytes: 8 * 1024 * 1024,
-  });
-}
-
-function firstLine(text: string): string {
-  return text.trim().split("\n")[0] ?? "";
-}
 
 /**
  * Dependents of the changed modules, from the code graph (the same as
@@ -102,7 +81,7 @@ export const tool = defineTool({
     )),
     base: v.optional(v.pipe(
       v.string(),
-      v.regex(/^[^-\s][^\s]*$/, "a ref name or commit, not an option"),
+      v.regex(REF_PATTERN, "a ref name or commit, not an option"),
       v.maxLength(256),
       v.description("Compare with this ref or commit instead of HEAD, e.g. main or origin/main."),
     )),
@@ -133,25 +112,12 @@ export const tool = defineTool({
   }),
   handler: async (args, ctx) => {
     const root = args.root ?? ctx.fs.rootIds[0];
-    const inside = await git(ctx, root, ["rev-parse", "--is-inside-work-tree", "--show-prefix"]);
-    if (inside.exitCode !== 0) {
-      throw new WardenError(
-        "not_found",
-        problem(`Root "${root}" is not a git working tree`, `git says: ${firstLine(inside.stderr)}`),
-      );
-    }
-    const head = await git(ctx, root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]);
-    const headId = head.exitCode === 0 ? head.stdout.trim() : null;
+    const tree = await openWorkTree(ctx, root);
+    const headId = tree.head;
     let base = headId ?? EMPTY_TREE;
     if (args.base !== undefined) {
-      const found = await git(ctx, root, [
-        "rev-parse",
-        "--verify",
-        "--quiet",
-        "--end-of-options",
-        `${args.base}^{commit}`,
-      ]);
-      if (found.exitCode !== 0) {
+      const found = await resolveCommit(ctx, root, args.base);
+      if (found === null) {
         throw new WardenError(
           "not_found",
           problem(
@@ -160,7 +126,7 @@ export const tool = defineTool({
           ),
         );
       }
-      base = found.stdout.trim();
+      base = found;
     }
     // Paths come relative to the root (`--relative`), and only from under it (`-- .`).
     const [numstat, names, status] = await Promise.all([
@@ -209,7 +175,7 @@ export const tool = defineTool({
       file.deletions = file.binary ? null : Number(deleted);
     }
     // The status paths are relative to the repository top; `?? ` entries are the untracked files.
-    const prefix = inside.stdout.split("\n")[1]?.trim() ?? "";
+    const prefix = tree.prefix;
     for (const entry of status.stdout.split("\0")) {
       if (!entry.startsWith("?? ")) continue;
       const full = entry.slice(3);

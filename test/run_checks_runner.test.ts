@@ -1,0 +1,277 @@
+// runChecks as a job will call it, on a real gate context (the roots door, the spawner, git): the scope a built-in
+// check receives (statuses, renames, binary files, added lines with their numbers), its findings against fail_on and
+// min_severity, a built-in check that cannot give a verdict, and a group with nothing to run.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import process from "node:process";
+import { after, before, describe, it } from "node:test";
+import { createContext } from "../core/context.ts";
+import { openRoots, type RootFs } from "../core/doors/roots.ts";
+import { Spawner } from "../core/doors/spawn.ts";
+import { WardenError } from "../core/errors.ts";
+import { initPlatform } from "../core/platform/mod.ts";
+import type { GateContext, HostFacts } from "../core/tool.ts";
+import { pathMapper, type ProgramCheck, runProgramCheck } from "../tools/lib/checks/program.ts";
+import { runChecks } from "../tools/lib/checks/run.ts";
+import type { BuiltinCheck, ChangeScope, Finding } from "../tools/lib/checks/types.ts";
+import { runtimeName, tempDir } from "./helpers.ts";
+
+function sh(cwd: string, ...argv: string[]): void {
+  const run = spawnSync(argv[0], argv.slice(1), {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+  });
+  if (run.status !== 0) throw new Error(`${argv.join(" ")} failed: ${run.stderr}`);
+}
+
+/** A built-in check that records the scope it got and reports what it is told to. */
+function recording(found: (scope: ChangeScope) => Finding[]): BuiltinCheck & { scopes: ChangeScope[] } {
+  const scopes: ChangeScope[] = [];
+  return {
+    name: "hygiene/probe",
+    description: "records its scope",
+    scopes,
+    run: (scope) => {
+      scopes.push(scope);
+      return Promise.resolve(found(scope));
+    },
+  };
+}
+
+const finding = (severity: Finding["severity"], file: string, line: number): Finding => ({
+  check: "hygiene/probe",
+  file,
+  line,
+  column: null,
+  severity,
+  rule: "probe",
+  message: `a ${severity} finding`,
+});
+
+describe(`runChecks with built-in checks (${runtimeName})`, () => {
+  const work = tempDir("warden-runner-");
+  let fs: RootFs;
+  let ctx: GateContext;
+
+  before(async () => {
+    await initPlatform();
+    const repo = work.dir;
+    mkdirSync(path.join(repo, "src"));
+    writeFileSync(path.join(repo, "src/keep.ts"), "one\ntwo\nthree\n");
+    writeFileSync(path.join(repo, "src/old.ts"), "alpha\nbeta\ngamma\ndelta\nepsilon\n");
+    writeFileSync(path.join(repo, "gone.txt"), "bye\n");
+    sh(repo, "git", "init", "-q", "-b", "main");
+    sh(repo, "git", "config", "user.email", "t@example.com");
+    sh(repo, "git", "config", "user.name", "t");
+    sh(repo, "git", "add", "-A");
+    sh(repo, "git", "commit", "-q", "-m", "start");
+    // The staged change: a line inserted after line 1, a rename with an edit, a deletion, a binary file, a new file.
+    writeFileSync(path.join(repo, "src/keep.ts"), "one\ninserted\ntwo\nthree\n");
+    sh(repo, "git", "mv", "src/old.ts", "src/new.ts");
+    writeFileSync(path.join(repo, "src/new.ts"), "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\n");
+    sh(repo, "git", "rm", "-q", "gone.txt");
+    writeFileSync(path.join(repo, "logo.png"), new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 0]));
+    writeFileSync(path.join(repo, "src/added.ts"), "first\nsecond\n");
+    sh(repo, "git", "add", "-A");
+    // Not staged: only scope "working" sees it.
+    writeFileSync(path.join(repo, "untracked.ts"), "loose\n");
+
+    fs = await openRoots([{ id: "repo", path: repo }]);
+    const spawner = new Spawner();
+    await spawner.resolve(["git", "sh"]);
+    const host = {
+      programs: { git: true },
+      gateIsolation: () => spawner.isolation(),
+    } as unknown as HostFacts; // The runner reads only these two.
+    ctx = createContext("gate", {
+      signal: () => new AbortController().signal,
+      fs,
+      host,
+      tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git", "sh"], writeRoots: [], netHosts: [] } },
+      deadline: Date.now() + 120_000,
+      spawner,
+    });
+  });
+  after(() => work.remove());
+
+  it("hands a built-in check the staged change: statuses, renames, binary files, added lines by their new number", async () => {
+    const probe = recording(() => []);
+    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [probe] });
+    assert.equal(answer.gate, "PASS", answer.summary);
+    const [scope] = probe.scopes;
+    assert.deepEqual([scope.root, scope.mode, scope.range], ["repo", "staged", null]);
+    assert.deepEqual(scope.files, [
+      { path: "gone.txt", status: "deleted", addedLines: [], binary: false },
+      { path: "logo.png", status: "added", addedLines: [], binary: true },
+      {
+        path: "src/added.ts",
+        status: "added",
+        addedLines: [{ line: 1, text: "first" }, { line: 2, text: "second" }],
+        binary: false,
+      },
+      { path: "src/keep.ts", status: "modified", addedLines: [{ line: 2, text: "inserted" }], binary: false },
+      {
+        path: "src/new.ts",
+        status: "renamed",
+        oldPath: "src/old.ts",
+        addedLines: [{ line: 6, text: "zeta" }],
+        binary: false,
+      },
+    ]);
+    assert.deepEqual(answer.coverageReasons, ["1 binary file(s) of the change were not read line by line"]);
+  });
+
+  it("scope working adds untracked files, every line added; file globs narrow what the check sees", async () => {
+    const probe = recording(() => []);
+    await runChecks({ group: "hygiene", scope: "working", file: ["*.ts"], exclude: ["src/added.ts"] }, ctx, undefined, {
+      hygiene: [probe],
+    });
+    const files = probe.scopes[0].files;
+    assert.deepEqual(files.map((f) => [f.path, f.status]), [
+      ["src/keep.ts", "modified"],
+      ["src/new.ts", "renamed"],
+      ["untracked.ts", "untracked"],
+    ]);
+    assert.deepEqual(files[2].addedLines, [{ line: 1, text: "loose" }]);
+  });
+
+  it("trips on a finding at fail_on, lists findings most severe first, and leaves out those below min_severity", async () => {
+    const probe = recording(() => [finding("low", "src/keep.ts", 2), finding("critical", "src/added.ts", 1)]);
+    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [probe] });
+    assert.equal(answer.gate, "FAIL");
+    assert.equal(answer.summary, "FAIL: not safe to ship: 1 finding(s) at or above high (hygiene/probe: 1).");
+    assert.deepEqual(answer.findings.map((f) => f.severity), ["critical", "low"]);
+    assert.deepEqual(answer.checks.map((c) => [c.name, c.status, c.findings]), [["hygiene/probe", "failed", 2]]);
+
+    const lenient = await runChecks({ group: "hygiene", fail_on: "none", min_severity: "medium" }, ctx, undefined, {
+      hygiene: [probe],
+    });
+    assert.equal(lenient.gate, "PASS");
+    assert.deepEqual(lenient.findings.map((f) => f.severity), ["critical"]);
+    assert.equal(lenient.severities.low, 1, "counted though not listed");
+
+    const strict = await runChecks({ group: "hygiene", fail_on: "any" }, ctx, undefined, {
+      hygiene: [recording(() => [finding("info", "src/keep.ts", 2)])],
+    });
+    assert.equal(strict.gate, "FAIL");
+  });
+
+  it("a built-in check that cannot give a verdict makes the run ERROR, with its reason, and the others still run", async () => {
+    const broken: BuiltinCheck = {
+      name: "hygiene/broken",
+      description: "throws",
+      run: () => Promise.reject(new WardenError("tool_failed", "Cannot read the graph: it is too large")),
+    };
+    const probe = recording(() => [finding("high", "src/keep.ts", 2)]);
+    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [broken, probe] });
+    assert.equal(answer.gate, "ERROR");
+    assert.deepEqual(answer.checks.map((c) => [c.name, c.status, c.reason]), [
+      ["hygiene/broken", "error", "Cannot read the graph: it is too large"],
+      ["hygiene/probe", "failed", null],
+    ]);
+    assert.equal(
+      answer.summary,
+      "ERROR: not safe to ship, the run cannot be trusted: hygiene/broken: Cannot read the graph: it is too large; besides, 1 finding(s) at or above high (hygiene/probe: 1).",
+    );
+  });
+
+  it("a group with no check to run is ERROR: nothing was checked", async () => {
+    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [] });
+    assert.equal(answer.gate, "ERROR");
+    assert.match(
+      answer.summary,
+      /no check of group "hygiene" applies to root "repo" or to its change: nothing was checked/,
+    );
+  });
+
+  describe("a program check", () => {
+    const scope: ChangeScope = {
+      root: "repo",
+      mode: "staged",
+      range: null,
+      files: [
+        { path: "src/a.ts", status: "modified", addedLines: [], binary: false },
+        { path: "src/b.ts", status: "added", addedLines: [], binary: false },
+        { path: "src/c.ts", status: "deleted", addedLines: [], binary: false },
+        { path: "doc.md", status: "added", addedLines: [], binary: false },
+        { path: "src/d.ts", status: "added", addedLines: [], binary: false },
+      ],
+    };
+    const shell = (script: string, fields: Partial<ProgramCheck> = {}): ProgramCheck => ({
+      name: "probe/sh",
+      description: "a shell script",
+      argv: ["sh", "-c", script, "sh"],
+      cwd: ".",
+      extensions: [".ts"],
+      passFilenames: false,
+      batchSize: 10,
+      successCodes: [0],
+      output: "pass-fail",
+      failSeverity: "medium",
+      executesRepoCode: false,
+      timeoutMs: 30_000,
+      ...fields,
+    });
+    const run = (check: ProgramCheck) => runProgramCheck(check, scope, ctx, pathMapper("/nowhere/", "."), (t) => t);
+
+    it("pass-fail: an exit code outside successCodes is one finding of failSeverity, with what it said", async () => {
+      assert.deepEqual(await run(shell("exit 0")), { kind: "ran", findings: [], exitCode: 0 });
+      const failed = await run(shell("echo 'two tests failed' >&2; exit 3"));
+      assert.deepEqual(failed, {
+        kind: "ran",
+        exitCode: 3,
+        findings: [{
+          check: "probe/sh",
+          file: null,
+          line: null,
+          column: null,
+          severity: "medium",
+          rule: null,
+          message: "sh exited with 3: two tests failed",
+        }],
+      });
+    });
+
+    it("passes the changed files it reads as ./<path>, in batches, never deleted ones or other kinds", async () => {
+      const batches = await run(shell('echo "$@" >&2; exit 1', { passFilenames: true, batchSize: 2 }));
+      assert.equal(batches.kind, "ran");
+      const messages = batches.kind === "ran" ? batches.findings.map((f) => f.message) : [];
+      assert.deepEqual(messages, ["sh exited with 1: ./src/a.ts ./src/b.ts", "sh exited with 1: ./src/d.ts"]);
+      const none = await run(shell("exit 0", { passFilenames: true, extensions: [".py"] }));
+      assert.deepEqual(none, { kind: "skipped", reason: "no file of the change is one it reads (.py)" });
+    });
+
+    it("is an error, never a pass, when it crashes, prints what is not its format, or runs out of time", async () => {
+      assert.deepEqual(await run(shell("echo 'config broken' >&2; exit 2", { output: "tsc", successCodes: [0, 1] })), {
+        kind: "error",
+        reason: "sh exited with 2, which is not one of its success codes (0, 1): config broken",
+        exitCode: 2,
+      });
+      assert.deepEqual(await run(shell("echo 'not json'", { output: "sarif" })), {
+        kind: "error",
+        reason: "Output of probe/sh is not SARIF: " + (() => {
+          try {
+            JSON.parse("not json\n");
+          } catch (error) {
+            return (error as Error).message;
+          }
+        })(),
+        exitCode: 0,
+      });
+      assert.deepEqual(await run(shell("exit 1", { output: "tsc", successCodes: [0, 1, 2] })), {
+        kind: "error",
+        reason: "sh exited with 1 but reported nothing",
+        exitCode: 1,
+      });
+      const slow = await run(shell("sleep 20", { timeoutMs: 300 }));
+      assert.equal(slow.kind, "error");
+      assert.match(
+        slow.kind === "error" ? slow.reason : "",
+        /^it was killed after \d+ ms, at its time limit \(300 ms, or what was left of the call: raise --call-timeout\)$/,
+      );
+    });
+  });
+});

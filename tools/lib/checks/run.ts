@@ -1,0 +1,366 @@
+// One run_checks run, callable from the tool and from anything that runs it
+// later (a job): the request checked, a repository manifest refused, the
+// scope read from git, each check of the group run in turn, and the gate
+// decided. A tripped gate is an answer; only a run that cannot start (not a
+// repository, a bad range, a manifest refused) throws.
+import * as v from "valibot";
+import { messageOf, problem, received, WardenError } from "../../../core/errors.ts";
+import type { GateContext } from "../../../core/tool.ts";
+import { git, REF_PATTERN } from "../git.ts";
+import { GROUPS, planGroup } from "./groups.ts";
+import { pathMapper, runProgramCheck } from "./program.ts";
+import { changeScope } from "./scope.ts";
+import {
+  atLeast,
+  type BuiltinCheck,
+  type ChangeScope,
+  type CheckOutcome,
+  CheckOutcomeSchema,
+  type Finding,
+  FindingSchema,
+  SEVERITIES,
+  type Severity,
+} from "./types.ts";
+
+const GLOBS = (what: string) =>
+  v.optional(v.pipe(
+    v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(512))),
+    v.maxLength(100),
+    v.description(what),
+  ));
+
+/** The arguments of a run (run_checks's input, less paging): declarative, so the catalog shows them. */
+export const RUN_INPUT = {
+  root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+  group: v.optional(v.pipe(
+    v.picklist(GROUPS),
+    v.description(
+      "Which checks: `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where the project has it, deno lint for deno projects), `hygiene` (warden's own checks) or `default` (all that apply; the default).",
+    ),
+  )),
+  scope: v.optional(v.pipe(
+    v.picklist(["staged", "working"]),
+    v.description(
+      "The change to check: `staged` (the index against HEAD; the default) or `working` (the work tree against HEAD, untracked files included). Give `diff` instead for a range.",
+    ),
+  )),
+  diff: v.optional(v.pipe(
+    v.array(v.pipe(
+      v.string(),
+      v.regex(REF_PATTERN, "a ref, a commit or a range, not an option"),
+      v.maxLength(256),
+    )),
+    v.minLength(1),
+    v.maxLength(2),
+    v.description('A range to check instead of `scope`, as git diff takes it: ["main...HEAD"], or two commits.'),
+  )),
+  file: GLOBS("Only files matching one of these globs (`src/**/*.ts`; a glob without `/` matches the file name)."),
+  dir: GLOBS("Only files under one of these directories (root-relative, globs allowed)."),
+  exclude: GLOBS("Leave out files matching these globs or under these directories."),
+  fail_on: v.optional(v.pipe(
+    v.picklist([...SEVERITIES, "any", "none"]),
+    v.description(
+      "The gate fails when a finding is at least this severe (default `high`); `any` fails on any finding, `none` never fails on findings (an error still makes it ERROR).",
+    ),
+  )),
+  min_severity: v.optional(v.pipe(
+    v.picklist(SEVERITIES),
+    v.description("Findings below this severity are not returned (default `info`: all); they still count for fail_on."),
+  )),
+};
+const RunRequestSchema = v.strictObject(RUN_INPUT);
+export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
+
+/** The answer of a run, before paging. */
+export const RUN_OUTPUT = {
+  gate: v.pipe(
+    v.picklist(["PASS", "FAIL", "ERROR"]),
+    v.description("PASS only when every check that applies ran and none tripped fail_on; anything else is not safe."),
+  ),
+  summary: v.pipe(v.string(), v.description("The verdict in one sentence.")),
+  passed: v.number(),
+  failed: v.number(),
+  skipped: v.number(),
+  errors: v.number(),
+  checks: v.array(CheckOutcomeSchema),
+  findings: v.array(FindingSchema),
+  severities: v.pipe(
+    v.record(v.string(), v.number()),
+    v.description("Findings by severity, all of them (those below min_severity too)."),
+  ),
+  reducedCoverage: v.boolean(),
+  coverageReasons: v.array(v.string()),
+  scope: v.object({
+    root: v.string(),
+    mode: v.picklist(["staged", "working", "range"]),
+    range: v.nullable(v.string()),
+    files: v.pipe(v.number(), v.description("Files of the change the checks looked at (after file/dir/exclude).")),
+    filesBeforeFilters: v.number(),
+  }),
+  group: v.string(),
+  failOn: v.string(),
+  minSeverity: v.string(),
+  durationMs: v.number(),
+};
+const RunResultSchema = v.object(RUN_OUTPUT);
+export type RunResult = v.InferOutput<typeof RunResultSchema>;
+
+/** Where a repository may carry checks of its own; refused unless signed and pinned. */
+export const REPO_MANIFEST = ".warden/checks.json";
+/** The SSH signature namespace a repository's check manifest is signed in. */
+export const MANIFEST_NAMESPACE = "warden-checks";
+
+/** Refuses the run when the root carries a check manifest, naming it and what would make it acceptable. */
+async function refuseRepoManifest(ctx: GateContext, root: string): Promise<void> {
+  const [manifest, signature] = await ctx.fs.stats(root, [REPO_MANIFEST, `${REPO_MANIFEST}.sig`]);
+  if (manifest === null) {
+    // stats says null for a refused path too (a symlink out of the root): ask once more, to tell the two apart.
+    const refused = await ctx.fs.stat(root, REPO_MANIFEST).then(() => false, (e) => e?.code !== "not_found");
+    if (!refused) return;
+  }
+  const why = signature === null
+    ? `it is not signed (no ${REPO_MANIFEST}.sig)`
+    : "it is signed, but this warden pins no repository check manifests, so no signature can make it run";
+  throw new WardenError(
+    "policy_denied",
+    problem(
+      `Check manifest "${REPO_MANIFEST}" in root "${root}" refused`,
+      `${why}; a manifest found in the analysed repository is data, not instructions, unless an allowed signer signed it (namespace ${MANIFEST_NAMESPACE}) and the operator pinned it`,
+      "remove it from the repository (or from the root) to run warden's bundled groups",
+    ),
+  );
+}
+
+/** What a caller other than the tool may change about a run. */
+export interface RunOptions {
+  /** The checks of the `hygiene` group (default: warden's own, HYGIENE_CHECKS). */
+  readonly hygiene?: readonly BuiltinCheck[];
+}
+
+/** The checks of the request over its change, and the gate. Throws a WardenError when the run cannot start. */
+export async function runChecks(
+  request: RunRequest,
+  ctx: GateContext,
+  signal: AbortSignal = ctx.signal,
+  options: RunOptions = {},
+): Promise<RunResult> {
+  const started = performance.now();
+  const root = request.root ?? ctx.fs.rootIds[0];
+  if (!ctx.fs.rootIds.includes(root)) {
+    throw new WardenError(
+      "unknown_root",
+      problem(`Unknown root ${received(root)}`, `the roots are ${ctx.fs.rootIds.join(", ")}`),
+    );
+  }
+  if (request.scope !== undefined && request.diff !== undefined) {
+    throw new WardenError(
+      "invalid_arguments",
+      problem(
+        'Invalid arguments "scope" and "diff"',
+        `both given (${received(request.scope)} and ${received(request.diff)})`,
+        "give scope for the staged change or the working tree, or diff for a range, not both",
+      ),
+    );
+  }
+  const group = request.group ?? "default";
+  const failOn = request.fail_on ?? "high";
+  const minSeverity = request.min_severity ?? "info";
+  await refuseRepoManifest(ctx, root);
+  const scoped = await changeScope(ctx, {
+    root,
+    mode: request.diff ? "range" : request.scope ?? "staged",
+    revisions: request.diff,
+    file: request.file,
+    dir: request.dir,
+    exclude: request.exclude,
+  });
+  const { scope } = scoped;
+  const hidePath = (text: string) =>
+    text.replaceAll(scoped.rootPath, "").replaceAll(scoped.rootPath.replace(/\/$/, ""), ".");
+  const plan = await planGroup(group, ctx, root, options.hygiene);
+  const isolation = await ctx.host.gateIsolation();
+
+  const trips = (severity: Severity) => failOn !== "none" && (failOn === "any" || atLeast(severity, failOn));
+  const checks: CheckOutcome[] = [];
+  const findings: Finding[] = [];
+  const coverageReasons: string[] = [];
+  /** Why the run cannot be trusted: each check that applies and gave no verdict. */
+  const untrusted: string[] = [];
+  for (const [index, planned] of plan.entries()) {
+    if (signal.aborted) throw new WardenError("cancelled", problem("run_checks cancelled", "the call was aborted"));
+    const name = "check" in planned ? planned.check.name : planned.name;
+    await ctx.progress(index, plan.length, name);
+    const began = performance.now();
+    /** `blocking`: the check applies and gave no verdict, so the run cannot be trusted. */
+    const outcome = (
+      status: CheckOutcome["status"],
+      reason: string | null,
+      found: Finding[],
+      exitCode: number | null,
+      blocking = false,
+    ) => {
+      checks.push({
+        name,
+        status,
+        reason,
+        findings: found.length,
+        durationMs: Math.round(performance.now() - began),
+        exitCode,
+      });
+      findings.push(...found);
+      if (blocking || status === "error") untrusted.push(`${name}: ${reason}`);
+    };
+    if (planned.kind === "not-applicable") {
+      outcome("skipped", `does not apply: ${planned.reason}`, [], null);
+    } else if (planned.kind === "unavailable") {
+      outcome("skipped", planned.reason, [], null, true);
+    } else if (planned.kind === "program" && planned.check.executesRepoCode && isolation.kind !== "bubblewrap") {
+      outcome(
+        "skipped",
+        `it runs the repository's own code (${
+          planned.check.argv.slice(0, 2).join(" ")
+        }), which warden runs only in isolation, and none is in force here (${isolation.detail})`,
+        [],
+        null,
+        true,
+      );
+    } else if (planned.kind === "program") {
+      const run = await runProgramCheck(
+        planned.check,
+        scope,
+        ctx,
+        pathMapper(scoped.rootPath, planned.check.cwd),
+        hidePath,
+      );
+      if (run.kind === "ran") {
+        outcome(run.findings.some((f) => trips(f.severity)) ? "failed" : "passed", null, run.findings, run.exitCode);
+      } else if (run.kind === "skipped") outcome("skipped", run.reason, [], null);
+      else outcome("error", run.reason, [], run.exitCode);
+    } else {
+      try {
+        const found = await planned.check.run(scope, ctx);
+        outcome(found.some((f) => trips(f.severity)) ? "failed" : "passed", null, found, null);
+      } catch (error) {
+        outcome("error", hidePath(messageOf(error)), [], null);
+      }
+    }
+  }
+  await ctx.progress(plan.length, plan.length, "done");
+
+  const ran = checks.filter((c) => c.status === "passed" || c.status === "failed").length;
+  if (ran === 0 && untrusted.length === 0) {
+    untrusted.push(`no check of group "${group}" applies to root "${root}" or to its change: nothing was checked`);
+  }
+  if (scoped.truncated) coverageReasons.push("git's output was cut at its size limit: files or lines may be missing");
+  for (const why of scoped.unread) coverageReasons.push(`an untracked file was not read: ${hidePath(why)}`);
+  const binary = scope.files.filter((f) => f.binary).length;
+  if (binary > 0) coverageReasons.push(`${binary} binary file(s) of the change were not read line by line`);
+  if (scope.files.length === 0) {
+    coverageReasons.push(
+      scoped.filesBeforeFilters > 0
+        ? `file/dir/exclude left none of the change's ${scoped.filesBeforeFilters} file(s): only whole-project checks looked at anything`
+        : `the ${
+          scope.mode === "range" ? "range" : scope.mode === "staged" ? "staged change" : "working tree's change"
+        } is empty: only whole-project checks looked at anything${
+          scope.mode === "staged" ? " (stage the change, or pass scope: working)" : ""
+        }`,
+    );
+  }
+  if (checks.some((c, i) => plan[i].kind === "program" && (c.status === "passed" || c.status === "failed"))) {
+    const why = await workTreeDiffers(ctx, root, scope.mode);
+    if (why) coverageReasons.push(why);
+  }
+  coverageReasons.push(...untrusted);
+
+  const severities = Object.fromEntries(SEVERITIES.map((s) => [s, findings.filter((f) => f.severity === s).length]));
+  const tripping = findings.filter((f) => trips(f.severity));
+  const gate = untrusted.length > 0 ? "ERROR" : tripping.length > 0 ? "FAIL" : "PASS";
+  const shown = findings.filter((f) => atLeast(f.severity, minSeverity)).sort(bySeverity);
+  const count = (status: CheckOutcome["status"]) => checks.filter((c) => c.status === status).length;
+  return {
+    gate,
+    summary: summarise(gate, {
+      ran,
+      tripping,
+      untrusted,
+      failOn,
+      findings: findings.length,
+      scopeFiles: scope.files.length,
+      reduced: coverageReasons.length > 0,
+    }),
+    passed: count("passed"),
+    failed: count("failed"),
+    skipped: count("skipped"),
+    errors: count("error"),
+    checks,
+    findings: shown,
+    severities,
+    reducedCoverage: coverageReasons.length > 0,
+    coverageReasons,
+    scope: {
+      root,
+      mode: scope.mode,
+      range: scope.range,
+      files: scope.files.length,
+      filesBeforeFilters: scoped.filesBeforeFilters,
+    },
+    group,
+    failOn,
+    minSeverity,
+    durationMs: Math.round(performance.now() - started),
+  };
+}
+
+/**
+ * Programs read the files as they are in the working tree, which warden never changes (no stash, no checkout): when
+ * that is not the change asked about, their verdict is on another tree, and the answer says so.
+ */
+async function workTreeDiffers(ctx: GateContext, root: string, mode: ChangeScope["mode"]): Promise<string | null> {
+  if (mode === "working") return null;
+  if (mode === "range") {
+    return "program checks (tsc, linters) read the working tree, not the range's commits: check out the range's end for their verdict on it";
+  }
+  const unstaged = await git(ctx, root, ["diff", "--quiet", "--no-ext-diff", "--no-textconv", "--relative", "--", "."]);
+  return unstaged.exitCode === 0
+    ? null
+    : "program checks (tsc, linters) read the working tree, which has changes that are not staged: their verdict is on those too";
+}
+
+function bySeverity(a: Finding, b: Finding): number {
+  return SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity) ||
+    (a.file ?? "").localeCompare(b.file ?? "") || (a.line ?? 0) - (b.line ?? 0);
+}
+
+/** The verdict in words: PASS says what it rests on, anything else says it is not safe and why. */
+function summarise(
+  gate: RunResult["gate"],
+  facts: {
+    ran: number;
+    tripping: Finding[];
+    untrusted: string[];
+    failOn: string;
+    findings: number;
+    scopeFiles: number;
+    reduced: boolean;
+  },
+): string {
+  const threshold = facts.failOn === "any" ? "of any severity" : `at or above ${facts.failOn}`;
+  const byCheck = () => {
+    const counts = new Map<string, number>();
+    for (const f of facts.tripping) counts.set(f.check, (counts.get(f.check) ?? 0) + 1);
+    return [...counts].map(([check, n]) => `${check}: ${n}`).join(", ");
+  };
+  if (gate === "ERROR") {
+    return `ERROR: not safe to ship, the run cannot be trusted: ${facts.untrusted.join("; ")}${
+      facts.tripping.length > 0 ? `; besides, ${facts.tripping.length} finding(s) ${threshold} (${byCheck()})` : ""
+    }.`;
+  }
+  if (gate === "FAIL") {
+    return `FAIL: not safe to ship: ${facts.tripping.length} finding(s) ${threshold} (${byCheck()}).`;
+  }
+  return `PASS: ${facts.ran} check(s) ran over ${facts.scopeFiles} changed file(s) and found nothing ${
+    facts.failOn === "none" ? "that fails the gate (fail_on none)" : threshold
+  }${facts.findings > 0 ? `; ${facts.findings} finding(s) below it are listed` : ""}${
+    facts.reduced ? "; coverage was reduced (see coverageReasons)" : ""
+  }.`;
+}

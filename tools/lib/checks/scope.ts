@@ -1,0 +1,263 @@
+// The change a run_checks run looks at, from git: the files of the staged
+// change, of the working tree or of a range, each with its status and the
+// lines it adds (numbered as in the new file), narrowed by file/dir/exclude
+// globs. Everything git prints is read as data: paths are never passed to a
+// shell, and refs are checked before git sees them.
+import { problem, received, WardenError } from "../../../core/errors.ts";
+import type { GateContext } from "../../../core/tool.ts";
+import { EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "../git.ts";
+import { globToRegExp } from "../graph/packages.ts";
+import type { ChangedFile, ChangeScope } from "./types.ts";
+
+/** What to look at. */
+export interface ScopeRequest {
+  readonly root: string;
+  readonly mode: ChangeScope["mode"];
+  /** For `range`: one revision range (`main...HEAD`, `main..HEAD`, a commit) or two commits, as git diff takes them. */
+  readonly revisions?: readonly string[];
+  /** Globs a file must match (one of); a glob without `/` matches the file name in any directory. */
+  readonly file?: readonly string[];
+  /** Directories a file must be under (one of); globs allowed. */
+  readonly dir?: readonly string[];
+  /** Globs (or directories) whose files are left out. */
+  readonly exclude?: readonly string[];
+}
+
+/** The scope and what the tool needs to read program output against it. */
+export interface ScopeResult {
+  readonly scope: ChangeScope;
+  /** Files of the change before the file/dir/exclude filters. */
+  readonly filesBeforeFilters: number;
+  /** git's output was cut at its size limit: files or lines may be missing. */
+  readonly truncated: boolean;
+  /** Untracked files whose added lines were not read (too large or unreadable), with why. */
+  readonly unread: readonly string[];
+  /** The root's absolute path as programs see it, `/`-terminated: only to turn their paths into root-relative ones. */
+  readonly rootPath: string;
+}
+
+const PATCH_BYTES = 16 * 1024 * 1024;
+/** Largest untracked file whose lines are read as added. */
+const UNTRACKED_BYTES = 2 * 1024 * 1024;
+
+const STATUS: Record<string, ChangedFile["status"]> = {
+  M: "modified",
+  A: "added",
+  D: "deleted",
+  R: "renamed",
+  C: "copied",
+  T: "type-changed",
+  // A file both sides changed is, for the checks, a modified file.
+  U: "modified",
+};
+
+/** Checks a revision argument and the commits it names; throws `invalid_arguments` or `not_found` naming it. */
+async function checkRevisions(ctx: GateContext, root: string, revisions: readonly string[]): Promise<void> {
+  if (revisions.length < 1 || revisions.length > 2) {
+    throw new WardenError(
+      "invalid_arguments",
+      problem(
+        'Invalid argument "diff"',
+        `expected one range such as ["main...HEAD"] or two commits, received ${received(revisions)}`,
+      ),
+    );
+  }
+  for (const revision of revisions) {
+    const sides = revision.includes("...") ? revision.split("...") : revision.split("..");
+    if (!REF_PATTERN.test(revision) || sides.length > 2 || (revisions.length === 2 && sides.length > 1)) {
+      throw new WardenError(
+        "invalid_arguments",
+        problem(
+          'Invalid argument "diff"',
+          `expected a ref, a commit or a range <ref>..<ref> or <ref>...<ref>, received ${received(revision)}`,
+        ),
+      );
+    }
+    for (const side of sides) {
+      if (side !== "" && await resolveCommit(ctx, root, side) === null) {
+        throw new WardenError(
+          "not_found",
+          problem(
+            `Ref "${side}" of diff ${received(revision)} does not exist in root "${root}"`,
+            "pass a branch, tag or commit that git log knows",
+          ),
+        );
+      }
+    }
+  }
+}
+
+/** Reads the change of `request` from git. Throws `not_found` when the root is not a git working tree. */
+export async function changeScope(ctx: GateContext, request: ScopeRequest): Promise<ScopeResult> {
+  const { root } = request;
+  const tree = await openWorkTree(ctx, root);
+  const base = tree.head ?? EMPTY_TREE;
+  let revisions: string[];
+  if (request.mode === "range") {
+    await checkRevisions(ctx, root, request.revisions ?? []);
+    revisions = ["--end-of-options", ...request.revisions!];
+  } else {
+    revisions = request.mode === "staged" ? ["--cached", base] : [base];
+  }
+  // Paths come relative to the root (`--relative`), and only from under it (`-- .`).
+  const common = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--relative", "-M"];
+  const [names, numstat, patch, top, status] = await Promise.all([
+    git(ctx, root, [...common, "--name-status", "-z", ...revisions, "--", "."]),
+    git(ctx, root, [...common, "--numstat", "-z", ...revisions, "--", "."]),
+    git(ctx, root, [...common, "-U0", ...revisions, "--", "."], PATCH_BYTES),
+    git(ctx, root, ["rev-parse", "--show-toplevel"]),
+    request.mode === "working"
+      ? git(ctx, root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
+      : null,
+  ]);
+  for (const result of [names, numstat, patch, top, status]) {
+    if (result && result.exitCode !== 0) {
+      throw new WardenError("tool_failed", problem("git failed", firstLine(result.stderr)));
+    }
+  }
+
+  const files = new Map<string, { -readonly [K in keyof ChangedFile]: ChangedFile[K] }>();
+  const fields = names.stdout.split("\0");
+  for (let i = 0; i < fields.length - 1;) {
+    const code = fields[i++];
+    const status = STATUS[code[0]] ?? "modified";
+    const oldPath = status === "renamed" || status === "copied" ? fields[i++] : undefined;
+    const path = fields[i++];
+    files.set(path, { path, status, ...(oldPath === undefined ? {} : { oldPath }), addedLines: [], binary: false });
+  }
+  const counts = numstat.stdout.split("\0");
+  for (let i = 0; i < counts.length - 1;) {
+    const [added, , path] = counts[i++].split("\t");
+    // A rename has an empty path here, then the old and the new path.
+    const target = path === "" ? (i += 2, counts[i - 1]) : path;
+    const file = files.get(target);
+    if (file) file.binary = added === "-";
+  }
+  for (const [path, lines] of addedLines(patch.stdout)) {
+    const file = files.get(path);
+    if (file && !file.binary) file.addedLines = lines;
+  }
+
+  const unread: string[] = [];
+  if (status) {
+    // Untracked files are wholly added. Their paths are relative to the repository's top.
+    for (const entry of status.stdout.split("\0")) {
+      if (!entry.startsWith("?? ")) continue;
+      const full = entry.slice(3);
+      const path = full.startsWith(tree.prefix) ? full.slice(tree.prefix.length) : full;
+      files.set(path, await untracked(ctx, root, path, unread));
+    }
+  }
+
+  const all = [...files.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const keep = pathFilter(request);
+  const kept = all.filter((f) => keep(f.path));
+  return {
+    scope: {
+      root,
+      mode: request.mode,
+      range: request.mode === "range" ? request.revisions!.join(" ") : null,
+      files: kept,
+    },
+    filesBeforeFilters: all.length,
+    truncated: names.stdoutTruncated || numstat.stdoutTruncated || patch.stdoutTruncated ||
+      (status?.stdoutTruncated ?? false),
+    unread,
+    rootPath: `${top.stdout.trim()}/${tree.prefix}`,
+  };
+}
+
+/** An untracked file: every line added, or binary (a NUL in its first 8 KB), or unread (too large) with why. */
+async function untracked(ctx: GateContext, root: string, path: string, unread: string[]): Promise<ChangedFile> {
+  const file = { path, status: "untracked" as const, addedLines: [], binary: false };
+  let bytes: Uint8Array;
+  try {
+    bytes = await ctx.fs.readBytes(root, path, { maxBytes: UNTRACKED_BYTES });
+  } catch (error) {
+    unread.push(`${path}: ${(error as Error).message}`);
+    return file;
+  }
+  if (bytes.subarray(0, 8192).includes(0)) return { ...file, binary: true };
+  const lines = new TextDecoder().decode(bytes).split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return { ...file, addedLines: lines.map((text, i) => ({ line: i + 1, text: text.replace(/\r$/, "") })) };
+}
+
+/**
+ * The added lines of each file of a `-U0` patch, numbered in the new file, from each hunk's header
+ * (`@@ -a,b +c,d @@`); a file is named by its `+++ b/<path>` line (C-quoted when git had to quote it).
+ */
+export function addedLines(patch: string): Map<string, { line: number; text: string }[]> {
+  const out = new Map<string, { line: number; text: string }[]>();
+  let current: { line: number; text: string }[] | null = null;
+  let next = 0;
+  let inHunk = false;
+  for (const line of patch.split("\n")) {
+    if (line.startsWith("diff --git ")) {
+      current = null;
+      inHunk = false;
+    } else if (!inHunk && line.startsWith("+++ ")) {
+      const name = unquote(line.slice(4));
+      current = name.startsWith("b/") ? [] : null;
+      if (current) out.set(name.slice(2), current);
+    } else if (line.startsWith("@@ ")) {
+      const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+      inHunk = hunk !== null;
+      next = hunk ? Number(hunk[1]) : 0;
+    } else if (inHunk && current && line.startsWith("+")) {
+      current.push({ line: next++, text: line.slice(1).replace(/\r$/, "") });
+    } else if (inHunk && line.startsWith(" ")) {
+      next++;
+    }
+  }
+  return out;
+}
+
+/** A path as git prints it in a patch header: C-quoted (`"b/t\tab"`) when it holds special characters. */
+function unquote(text: string): string {
+  if (!text.startsWith('"') || !text.endsWith('"')) return text;
+  const bytes: number[] = [];
+  const body = text.slice(1, -1);
+  const escapes: Record<string, number> = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '"': 34, "\\": 92 };
+  for (let i = 0; i < body.length; i++) {
+    if (body[i] === "\\" && /^[0-7]{3}$/.test(body.slice(i + 1, i + 4))) {
+      bytes.push(parseInt(body.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else if (body[i] === "\\" && escapes[body[i + 1]] !== undefined) {
+      bytes.push(escapes[body[++i]]);
+    } else {
+      bytes.push(...new TextEncoder().encode(body[i]));
+    }
+  }
+  return new TextDecoder().decode(new Uint8Array(bytes));
+}
+
+/** Whether a root-relative path is kept by the request's file, dir and exclude globs. */
+export function pathFilter(request: Pick<ScopeRequest, "file" | "dir" | "exclude">): (path: string) => boolean {
+  const matcher = (glob: string) => {
+    const re = globToRegExp(glob);
+    // A glob without a slash names a file or directory anywhere, as in .gitignore.
+    return glob.replace(/\/+$/, "").includes("/")
+      ? (p: string) => re.test(p)
+      : (p: string) => re.test(p.slice(p.lastIndexOf("/") + 1));
+  };
+  /** True when the path or one of its directories matches. */
+  const underOne = (tests: ((p: string) => boolean)[]) => (path: string) => {
+    const parts = path.split("/");
+    for (let i = parts.length; i > 0; i--) if (tests.some((test) => test(parts.slice(0, i).join("/")))) return true;
+    return false;
+  };
+  const files = (request.file ?? []).map(matcher);
+  const dirs = (request.dir ?? []).map((glob) => {
+    // `.` is the root itself: every file is under it.
+    if (/^\.?\/*$/.test(glob)) return () => true;
+    const re = globToRegExp(glob);
+    return (p: string) => re.test(p);
+  });
+  const excluded = underOne((request.exclude ?? []).map(matcher));
+  const inDir = underOne(dirs);
+  return (path) =>
+    (files.length === 0 || files.some((test) => test(path))) &&
+    (dirs.length === 0 || inDir(path.slice(0, Math.max(0, path.lastIndexOf("/"))) || "")) &&
+    !excluded(path);
+}

@@ -1,0 +1,66 @@
+// git for gate tools: run through ctx.spawn with switches that keep git to
+// itself, and the checks every tool that reads a working tree starts with.
+// Shared by change_summary and run_checks.
+import { problem, WardenError } from "../../core/errors.ts";
+import type { SpawnResult } from "../../core/doors/spawn.ts";
+import type { GateContext } from "../../core/tool.ts";
+
+/** The empty tree: what a repository without commits is compared to. */
+export const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/**
+ * git reads the repository's own config, which can name programs to run
+ * (fsmonitor, external diff, textconv); these switches keep git to itself.
+ */
+const HERMETIC = ["-c", "core.fsmonitor=false", "-c", "core.quotepath=off", "-c", "color.ui=never"];
+
+/** A ref or commit as an argument: never an option (`--output=…`), never spaces. */
+export const REF_PATTERN = /^[^-\s][^\s]*$/;
+
+/** Runs git in `root` with the hermetic switches and an environment that never prompts or locks. */
+export async function git(
+  ctx: GateContext,
+  root: string,
+  args: readonly string[],
+  maxOutputBytes = 8 * 1024 * 1024,
+): Promise<SpawnResult> {
+  return await ctx.spawn(["git", ...HERMETIC, ...args], {
+    root,
+    env: { GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1" },
+    maxOutputBytes,
+  });
+}
+
+/** The first line of a program's message, for an error. */
+export function firstLine(text: string): string {
+  return text.trim().split("\n")[0] ?? "";
+}
+
+/** A root that is a git working tree: where it sits in the repository, and its HEAD commit (null before the first). */
+export interface WorkTree {
+  /** The root's path from the repository's top, `/`-terminated, or "" at the top. */
+  readonly prefix: string;
+  readonly head: string | null;
+}
+
+/** Checks that `root` is in a git working tree; throws `not_found` naming what git said when it is not. */
+export async function openWorkTree(ctx: GateContext, root: string): Promise<WorkTree> {
+  const inside = await git(ctx, root, ["rev-parse", "--is-inside-work-tree", "--show-prefix"]);
+  if (inside.exitCode !== 0) {
+    throw new WardenError(
+      "not_found",
+      problem(`Root "${root}" is not a git working tree`, `git says: ${firstLine(inside.stderr)}`),
+    );
+  }
+  const head = await git(ctx, root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]);
+  return {
+    prefix: inside.stdout.split("\n")[1]?.trim() ?? "",
+    head: head.exitCode === 0 ? head.stdout.trim() : null,
+  };
+}
+
+/** The commit `ref` names, or null when git knows no such commit. */
+export async function resolveCommit(ctx: GateContext, root: string, ref: string): Promise<string | null> {
+  const found = await git(ctx, root, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${ref}^{commit}`]);
+  return found.exitCode === 0 ? found.stdout.trim() : null;
+}

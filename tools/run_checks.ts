@@ -1,0 +1,32 @@
+// run_checks (gate): runs a check group (tsc, eslint or deno lint, warden's
+// own hygiene checks) over a root's change and says PASS, FAIL or ERROR.
+import * as v from "valibot";
+import { defineTool } from "../core/tool.ts";
+import { CHECK_PROGRAMS } from "./lib/checks/groups.ts";
+import { RUN_INPUT, RUN_OUTPUT, runChecks } from "./lib/checks/run.ts";
+import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
+
+/**
+ * Risk class `gate`: it runs git and the check programs (node for a project's own tsc or eslint, tsc, eslint, deno)
+ * through ctx.spawn, confined; a check that runs the repository's code runs only under bubblewrap.
+ */
+export const tool = defineTool({
+  name: "run_checks",
+  title: "Run checks",
+  description:
+    "Runs a check group over a root's change before you ship it and answers PASS, FAIL or ERROR: `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where the project has it, deno lint for deno projects), `hygiene` (warden's own checks) or `default` (all that apply), on the staged change (default), the working tree or a range (`diff`), narrowed by file/dir/exclude globs. FAIL means a finding met `fail_on` (default high); ERROR means the run cannot be trusted (a check could not run, isolation missing); only PASS is safe. A check manifest in the repository (.warden/checks.json) is refused. Findings come most severe first; lists longer than a page (about 16 KB) continue through `nextCursor`.",
+  risk: "gate",
+  capabilities: { spawn: CHECK_PROGRAMS },
+  input: v.strictObject({ ...RUN_INPUT, ...pageInput("findings") }),
+  output: v.object({ ...RUN_OUTPUT, ...pageOutput }),
+  handler: async (args, ctx) => {
+    const { limit: _limit, cursor: _cursor, ...request } = args;
+    const answer = await runChecks(request, ctx);
+    return await paginate(answer, {
+      tool: "run_checks",
+      args,
+      lists: ["findings"],
+      volatile: ["durationMs", "checks"],
+    });
+  },
+});
