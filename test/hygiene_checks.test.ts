@@ -175,6 +175,32 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       );
     });
 
+    it("an export whose last user went through a barrel: the barrel's and the module's", async () => {
+      const { root, ctx } = await fixture({
+        ...tree,
+        "src/barrel.ts": 'export { helper } from "./util.ts";\n',
+      });
+      const throughBarrel = (file: string) =>
+        Promise.resolve(file === "src/old.ts" ? 'import { helper } from "./barrel.ts";\nhelper();\n' : null);
+      const findings = await deadExportsCheck({ readBase: throughBarrel }).run(
+        scopeOf(root, [deleted("src/old.ts")]),
+        ctx,
+      );
+      assert.deepEqual(brief(findings), ["src/barrel.ts:1 low left-unused", "src/util.ts:1 low left-unused"]);
+    });
+
+    it("a base that cannot be read is an error that names the file", async () => {
+      const { root, ctx } = await fixture(tree);
+      const failing = () => Promise.reject(new Error("fatal: bad object HEAD"));
+      await assert.rejects(
+        deadExportsCheck({ readBase: failing }).run(change(root), ctx),
+        (error) =>
+          error instanceof WardenError && error.code === "tool_failed" &&
+          error.message ===
+            "Cannot read src/lib.ts as it was before the change: fatal: bad object HEAD; the check cannot tell",
+      );
+    });
+
     it("an export removed users of stays quiet while another module still imports it", async () => {
       const { root, ctx } = await fixture({
         ...tree,
@@ -212,6 +238,16 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       }]);
     });
 
+    it("modules of the change are not its dependents", async () => {
+      const { root, ctx } = await fixture(tree);
+      const scope = scopeOf(root, [changed("core.ts", tree["core.ts"], [1]), changed("a1.ts", tree["a1.ts"], [2])]);
+      const [finding] = await blastRadiusCheck({ budget: 3 }).run(scope, ctx);
+      assert.equal(
+        finding.message,
+        "The change reaches 6 dependent modules, over the budget of 3; most through core.ts (6), a1.ts (1); split the change or review those dependents",
+      );
+    });
+
     it("within the budget, or counting run-time dependents only, nothing", async () => {
       const { root, ctx } = await fixture(tree);
       const scope = scopeOf(root, [changed("core.ts", tree["core.ts"], [1])]);
@@ -241,7 +277,7 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       "core/b.ts": b,
       "core/c.ts": c,
       "core/moved.ts": 'import { x } from "../tools/x.ts";\nexport const m = x;\n',
-      "tools/x.ts": "export const x = 1;\n",
+      "tools/x.ts": "export const x = 1;\nexport type X = number;\n",
       "tools/public/p.ts": "export const p = 1;\n",
     };
 
@@ -266,6 +302,20 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       assert.equal(findings[1].message.split(",")[0], 'core/c.ts imports "node:fs"');
     });
 
+    it("a rule with typeOnly: false lets imports of types cross", async () => {
+      const d = 'import type { X } from "../tools/x.ts";\nimport { x } from "../tools/x.ts";\nexport const d: X = x;\n';
+      const { root, ctx } = await fixture({ ...tree, "core/d.ts": d });
+      const scope = scopeOf(root, [changed("core/d.ts", d, "all")]);
+      assert.deepEqual(brief(await boundariesCheck({ rules }).run(scope, ctx)), [
+        "core/d.ts:1 high core-stays-small",
+        "core/d.ts:2 high core-stays-small",
+      ]);
+      const values = [{ ...rules[0], typeOnly: false }];
+      assert.deepEqual(brief(await boundariesCheck({ rules: values }).run(scope, ctx)), [
+        "core/d.ts:2 high core-stays-small",
+      ]);
+    });
+
     it("no rules, no findings; a rule that is not one is refused by name", async () => {
       const { root, ctx } = await fixture(tree);
       assert.deepEqual(await boundariesCheck().run(scopeOf(root, [changed("core/a.ts", a, [1])]), ctx), []);
@@ -281,7 +331,7 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
 
   describe("hygiene/secrets", () => {
     it("reports secrets in added lines with file, line, column and a masked value; deleted and binary files skipped", async () => {
-      const token = "ghp_" + "Q7w9Rt2yUi4oPa6sDf8gHj1kLz3xCv5bNm0q".slice(0, 36);
+      const token = "ghp_" + "Q7w9".repeat(9);
       const scope = scopeOf("unused", [
         {
           path: "deploy/.env",
@@ -304,6 +354,35 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       }]);
       assert.ok(!JSON.stringify(findings).includes(token.slice(4)));
     });
+  });
+
+  it("hygiene/secrets: a private key is one finding, at its header, not one per line of it", async () => {
+    // Random-looking lines of key material (a linear congruential generator), made here so that no key sits in this file.
+    let state = 7;
+    const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const body = Array.from(
+      { length: 4 },
+      () => Array.from({ length: 64 }, () => alphabet[Math.floor(next() * 64)]).join(""),
+    );
+    const lines = [
+      "-----BEGIN OPENSSH PRIVATE KEY-----",
+      ...body,
+      "-----END OPENSSH PRIVATE KEY-----",
+      `after=${body[0]}`,
+    ];
+    const scope = scopeOf("unused", [{
+      path: "deploy/id_ed25519",
+      status: "added",
+      addedLines: lines.map((text, i) => ({ line: i + 1, text })),
+      binary: false,
+    }]);
+    const findings = await secretsCheck().run(scope, {} as GateContext);
+    // The same random line after the block is flagged: the block, not the line, kept the key's lines quiet.
+    assert.deepEqual(brief(findings), [
+      "deploy/id_ed25519:1 critical private-key",
+      "deploy/id_ed25519:7 high high-entropy-base64",
+    ]);
   });
 
   describe("hygiene/lockfile", () => {

@@ -8,6 +8,7 @@ import { messageOf, problem, WardenError } from "../../../../core/errors.ts";
 import type { ModuleGraph } from "../../graph/module_graph.ts";
 import type { Resolution } from "../../graph/resolver.ts";
 import type { ExportUsage } from "../../graph/export_usage.ts";
+import type { ModuleSummary } from "../../graph/records.ts";
 import type { BuiltinCheck, ChangeScope, Finding, Severity } from "../types.ts";
 import { addedLineNumbers, changedModules, isModulePath } from "./change.ts";
 
@@ -118,22 +119,35 @@ function resolveBefore(
   return byOthers.get(specifier) ?? { kind: "external", package: specifier, installed: false };
 }
 
+/** What an import takes, as a set of keys: what a file lost between two summaries is what it no longer demands. */
+function demands(summary: ModuleSummary | undefined): Set<string> {
+  const keys = new Set<string>();
+  for (const record of summary?.imports ?? []) {
+    for (const binding of record.bindings) {
+      keys.add(
+        [record.kind, record.specifier, binding.imported, binding.local, binding.escapes, binding.members].join("\0"),
+      );
+    }
+    if (record.bindings.length === 0) keys.add([record.kind, record.specifier].join("\0"));
+  }
+  return keys;
+}
+
 /**
  * The graph as it was before the change, as far as export usage needs it: the changed and deleted modules with their
- * old imports, every other module as it is now.
+ * old imports, every other module as it is now. undefined when no file of the change lost an import (or a binding of
+ * one): then no export lost a user, and export usage need not be worked out again.
  */
-async function graphBefore(graph: ModuleGraph, scope: ChangeScope, readBase: BaseReader): Promise<ModuleGraph> {
+async function graphBefore(
+  graph: ModuleGraph,
+  scope: ChangeScope,
+  readBase: BaseReader,
+): Promise<ModuleGraph | undefined> {
   const { loadTypeScript } = await import("../../typescript/typescript.ts");
   const { MODULE_EXTENSIONS, summarizeModule } = await import("../../graph/module_summary.ts");
   const ts = await loadTypeScript();
-  const byOthers = new Map<string, Resolution>();
-  for (const module of graph.modules.values()) {
-    module.summary?.imports.forEach((record, index) => {
-      const resolution = module.resolutions[index];
-      if (!record.specifier.startsWith(".") && resolution.kind === "module") byOthers.set(record.specifier, resolution);
-    });
-  }
-  const modules = new Map(graph.modules);
+  const old: { path: string; renamedTo?: string; summary: ModuleSummary }[] = [];
+  let lost = false;
   for (const file of scope.files) {
     if (file.binary || file.status === "added" || file.status === "untracked") continue;
     const before = file.oldPath ?? file.path;
@@ -147,13 +161,27 @@ async function graphBefore(graph: ModuleGraph, scope: ChangeScope, readBase: Bas
         problem(`Cannot read ${before} as it was before the change`, messageOf(error), "the check cannot tell"),
       );
     }
-    if (file.path !== before && file.status === "renamed") modules.delete(file.path);
     if (text === null) continue;
     const summary = summarizeModule(ts, before, text);
+    const now = file.status === "deleted" ? new Set<string>() : demands(graph.modules.get(file.path)?.summary);
+    if (!lost) { for (const key of demands(summary)) if (!now.has(key)) lost = true; }
+    old.push({ path: before, ...(file.status === "renamed" ? { renamedTo: file.path } : {}), summary });
+  }
+  if (!lost) return undefined;
+  const byOthers = new Map<string, Resolution>();
+  for (const module of graph.modules.values()) {
+    module.summary?.imports.forEach((record, index) => {
+      const resolution = module.resolutions[index];
+      if (!record.specifier.startsWith(".") && resolution.kind === "module") byOthers.set(record.specifier, resolution);
+    });
+  }
+  const modules = new Map(graph.modules);
+  for (const { path, renamedTo, summary } of old) {
+    if (renamedTo !== undefined) modules.delete(renamedTo);
     const resolutions = summary.imports.map((record) =>
-      resolveBefore(graph, before, record.specifier, byOthers, MODULE_EXTENSIONS)
+      resolveBefore(graph, path, record.specifier, byOthers, MODULE_EXTENSIONS)
     );
-    modules.set(before, { path: before, summary, resolutions, outside: false });
+    modules.set(path, { path, summary, resolutions, outside: false });
   }
   return { ...graph, modules, memo: new Map() };
 }
@@ -203,7 +231,7 @@ export function deadExportsCheck(options: DeadExportsOptions = {}): BuiltinCheck
       }
       if (removals && options.readBase) {
         const before = await graphBefore(graph, scope, options.readBase);
-        const usedBefore = usedKeys(before, await usageOf(before, patterns));
+        const usedBefore = before ? usedKeys(before, await usageOf(before, patterns)) : new Set<string>();
         for (const finding of dead) {
           const key = `${finding.file}\0${finding.name}`;
           if (reported.has(key) || !usedBefore.has(key)) continue;

@@ -26,12 +26,17 @@ describe("hygiene/secrets: vendor shapes", () => {
     ["aws-access-key-id", "src/aws.ts", `const id = "AKIA${randomOf(UPPER + "234567", 16, 1)}";`],
     ["github-token", "src/gh.ts", `const t = "ghp_${randomOf(ALNUM, 36, 2)}";`],
     ["github-token", "src/gh.ts", `auth: github_pat_${randomOf(ALNUM + "_", 82, 3)}`],
-    ["slack-token", "ops/slack.yml", `hook: xoxb-123456789012-1234567890123-${randomOf(ALNUM, 24, 4)}`],
+    [
+      "slack-token",
+      "ops/slack.yml",
+      `hook: xoxb-${randomOf("0123456789", 12, 24)}-${randomOf("0123456789", 13, 25)}-${randomOf(ALNUM, 24, 4)}`,
+    ],
     ["stripe-secret-key", "pay.py", `stripe.api_key = sk_live_${randomOf(ALNUM, 24, 5)}`],
     ["google-api-key", "web/maps.js", `loadMaps("AIza${randomOf(B64URL, 35, 6)}")`],
     ["private-key", "deploy/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----"],
-    ["private-key", "certs/server.pem", "-----BEGIN RSA PRIVATE KEY-----"],
-    ["private-key", "certs/server.pem", "-----BEGIN PRIVATE KEY-----"],
+    ["private-key", "certs/server.pem", "  -----BEGIN RSA PRIVATE KEY-----  "],
+    ["private-key", "deploy.yml", `  key: "-----BEGIN PRIVATE KEY-----\\n${randomOf(ALNUM, 40, 26)}"`],
+    ["private-key", "src/key.ts", "const key = `-----BEGIN EC PRIVATE KEY-----"],
     [
       "jwt",
       "test/auth.ts",
@@ -52,6 +57,18 @@ describe("hygiene/secrets: vendor shapes", () => {
     assert.ok(
       !rulesOf("a.ts", `x = "${randomOf(ALNUM, 8, 22)}AIza${randomOf(B64URL, 35, 23)}"`).includes("google-api-key"),
     );
+  });
+
+  it("a private key header that no key follows is a constant or a message, not a key", () => {
+    for (
+      const line of [
+        'const BEGIN = "-----BEGIN OPENSSH PRIVATE KEY-----";',
+        "assert.match(text, /^-----BEGIN OPENSSH PRIVATE KEY-----\\n/);",
+        "* (`-----BEGIN OPENSSH PRIVATE KEY-----`, openssh-key-v1)",
+      ]
+    ) {
+      assert.deepEqual(rulesOf("src/sshsig.ts", line), [], line);
+    }
   });
 
   it("documented examples and stand-ins are not secrets", () => {
@@ -100,6 +117,8 @@ describe("hygiene/secrets: values assigned to a secret's name", () => {
         "const password = process.env.DB_PASSWORD;",
         'label = "Enter your password"',
         'passwordField = "pw"',
+        'const csrfToken = "X-CSRF-Token";',
+        'apiKey = "k3y-1"',
       ]
     ) {
       assert.deepEqual(rulesOf("src/form.ts", line), [], line);
@@ -157,7 +176,7 @@ describe("hygiene/secrets: entropy", () => {
     assert.deepEqual(rulesOf("src/ci.yml", `access_token: ${hex}`), ["high-entropy-hex"]);
   });
 
-  it("identifiers, paths, digests, data URLs and lockfiles are not", () => {
+  it("identifiers, paths, digests, public keys, data URLs and lockfiles are not", () => {
     for (
       const line of [
         "import { createDebtScannerForTheWholeProject } from './lib/debt_scanner2.ts';",
@@ -166,6 +185,9 @@ describe("hygiene/secrets: entropy", () => {
         `image: registry.example/app@sha256:${randomOf(HEX, 64, 19)}`,
         `const png = "data:image/png;base64,${randomOf(ALNUM + "+/", 80, 20)}";`,
         "const uuid = '123e4567-e89b-12d3-a456-426614174000';",
+        "const ALNUM = UPPER + 'abcdefghijklmnopqrstuvwxyz0123456789';",
+        `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${randomOf(ALNUM, 43, 27)} signer@example`,
+        'private-key: ["deploy/id_ed25519", "certs/server2.pem"]',
       ]
     ) {
       assert.deepEqual(rulesOf("src/a.ts", line), [], line);

@@ -38,7 +38,11 @@ const SHAPES: readonly Shape[] = [
   {
     rule: "private-key",
     what: "a private key",
-    pattern: /-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|PGP|ENCRYPTED|SSH2) )?PRIVATE KEY(?: BLOCK)?-----/g,
+    // The header where a key follows it: at the end of its line (a PEM file, a template literal, a YAML block) or
+    // before an escaped newline and key material (a JSON or code string). The header alone in a string is a parser's
+    // constant or a message, not a key.
+    pattern:
+      /-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|PGP|ENCRYPTED|SSH2) )?PRIVATE KEY(?: BLOCK)?-----(?=\s*$|\\n[A-Za-z0-9+/=]{16,})/g,
     // The header is not the secret, the lines after it are: shown whole.
     prefix: (value) => value.length,
     severity: "critical",
@@ -102,7 +106,17 @@ function isPlaceholder(value: string): boolean {
   if (/^(?:your|my)[_-]/i.test(value) || /^(?:password|secret|token|passw0rd|pass|none|null|undefined)$/i.test(value)) {
     return true;
   }
-  return new Set(value).size <= 2;
+  return new Set(value).size <= 2 || hasSequence(value);
+}
+
+/** A run of six characters in alphabet order (`012345`, `abcdef`): test data and alphabets, not a random key. */
+function hasSequence(value: string): boolean {
+  let run = 1;
+  for (let i = 1; i < value.length; i++) {
+    run = value.charCodeAt(i) === value.charCodeAt(i - 1) + 1 ? run + 1 : 1;
+    if (run >= 6) return true;
+  }
+  return false;
 }
 
 /** A value with its first `keep` characters shown, the rest masked, and its length. */
@@ -140,6 +154,11 @@ export function entropyThreshold(alphabet: "base64" | "hex", length: number): nu
   return threshold;
 }
 
+/** What any shape begins with. */
+const SHAPE_PREFIX = /-----BEGIN|AKIA|ASIA|ABIA|ACCA|A3T|gh[pousr]_|github_pat_|xox|k_live_|AIza|eyJ/;
+/** What any secret's name contains (SECRET_NAME, unanchored). */
+const SECRET_WORD = /pass|pwd|secret|token|key|credential/i;
+
 /** Names that say their value is a secret, as the end of an identifier (`dbPassword`, `GITHUB_TOKEN`, `api_key`). */
 const SECRET_NAME =
   /(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?|auth[_-]?key)$/i;
@@ -148,8 +167,32 @@ const ASSIGNMENT = /([A-Za-z_$][\w$.-]*)["']?\s*(?::=|=>|=|:)\s*(["'`])([^"'`\s]
 /** In .env files values are unquoted: `NAME=value`. */
 const ENV_ASSIGNMENT = /^\s*(?:export\s+)?([A-Za-z_][\w.]*)\s*=\s*([^\s"'#]+)\s*(?:#.*)?$/;
 
-/** Runs of the base64 (standard and URL) alphabet long enough to be a key. */
-const TOKEN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
+/** The base64 alphabet, standard and URL, by char code. */
+const BASE64_CHAR = new Uint8Array(128);
+for (const ch of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-") {
+  BASE64_CHAR[ch.charCodeAt(0)] = 1;
+}
+
+/**
+ * Runs of the base64 alphabet 16 characters or longer, with their `=` padding, as [start, end). A loop over char
+ * codes rather than a regular expression: `/[…]{16,}/g` tries every position of every line again (a few times slower
+ * on source text, where most runs are short words).
+ */
+function longRuns(text: string): [number, number][] {
+  const runs: [number, number][] = [];
+  let start = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const code = i < text.length ? text.charCodeAt(i) : 0;
+    if (code < 128 && BASE64_CHAR[code] === 1) continue;
+    if (i - start >= 16) {
+      let end = i;
+      while (end < text.length && end - i < 2 && text.charCodeAt(end) === 61) end++;
+      runs.push([start, end]);
+    }
+    start = i + 1;
+  }
+  return runs;
+}
 
 /**
  * Files whose added lines are machine output full of high-entropy runs that are not secrets: lockfiles (integrity
@@ -159,9 +202,22 @@ const TOKEN = /[A-Za-z0-9+/_-]{16,}={0,2}/g;
 const NO_ENTROPY =
   /(?:^|\/)(?:package-lock\.json|npm-shrinkwrap\.json|pnpm-lock\.yaml|yarn\.lock|deno\.lock|bun\.lock|Cargo\.lock|poetry\.lock|Gemfile\.lock|composer\.lock|go\.sum)$|\.(?:map|min\.js|min\.css|snap)$/;
 
-/** Digests are not secrets: SRI `sha512-…`, OCI `sha256:…`, a `data:…;base64,` payload. */
-const DIGEST_BEFORE = /(?:sha(?:1|224|256|384|512)[-:]|md5[-:]|base64,)$/i;
+/**
+ * Digests and public keys are not secrets: SRI `sha512-…`, OCI `sha256:…`, a `data:…;base64,` payload, an SSH public
+ * key (`ssh-ed25519 AAAA…`, in authorized_keys, allowed_signers, .pub files).
+ */
+const DIGEST_BEFORE =
+  /(?:sha(?:1|224|256|384|512)[-:]|md5[-:]|base64,|(?:ssh-(?:ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-[\w.@-]+)\s+)$/i;
 const DIGEST_PREFIX = /^(?:sha(?:1|224|256|384|512)|md5)-/i;
+
+let lastKind: { file: string; env: boolean; noEntropy: boolean } | undefined;
+/** What the file's name says about its lines (asked once per file: the lines of a file come in a row). */
+function kindOf(file: string): { env: boolean; noEntropy: boolean } {
+  if (lastKind?.file !== file) {
+    lastKind = { file, env: /(?:^|\/)\.env(?:\.[\w-]+)?$/.test(file), noEntropy: NO_ENTROPY.test(file) };
+  }
+  return lastKind;
+}
 
 /** What a line's assignments name: whether the line speaks of a secret. */
 function namesSecret(line: string): boolean {
@@ -182,17 +238,19 @@ function looksAssigned(name: string, value: string): boolean {
  * The secrets in one added line of `file`. Vendor shapes first; a span they cover is not reported again as an
  * assignment or by entropy.
  */
-export function scanLine(file: string, text: string): SecretMatch[] {
+export function scanLine(file: string, text: string, { entropy = true }: { entropy?: boolean } = {}): SecretMatch[] {
   const found: SecretMatch[] = [];
   const covered: [number, number][] = [];
   const overlaps = (start: number, end: number) => covered.some(([s, e]) => start < e && end > s);
-  for (const shape of SHAPES) {
+  // Most lines hold no shape's prefix, no secret's name and no long run: one test each rules them out.
+  for (const shape of SHAPE_PREFIX.test(text) ? SHAPES : []) {
     shape.pattern.lastIndex = 0;
     for (const match of text.matchAll(shape.pattern)) {
       const value = match[0];
       const start = match.index;
       if (shape.rule !== "private-key" && isPlaceholder(value)) continue;
-      covered.push([start, start + value.length]);
+      // After a private key's header, the rest of the line is the key.
+      covered.push([start, shape.rule === "private-key" ? text.length : start + value.length]);
       found.push({
         rule: shape.rule,
         severity: shape.severity,
@@ -204,11 +262,13 @@ export function scanLine(file: string, text: string): SecretMatch[] {
 
   // The name is the evidence here, not the shape: severity high, a guess that a person confirms.
   const assignments: { name: string; value: string; start: number }[] = [];
-  for (const match of text.matchAll(ASSIGNMENT)) {
+  const named = SECRET_WORD.test(text);
+  for (const match of named ? text.matchAll(ASSIGNMENT) : []) {
     const value = match[3];
     assignments.push({ name: match[1], value, start: match.index + match[0].length - value.length - 1 });
   }
-  if (/(?:^|\/)\.env(?:\.[\w-]+)?$/.test(file)) {
+  const kind = kindOf(file);
+  if (named && kind.env) {
     const env = ENV_ASSIGNMENT.exec(text);
     if (env) assignments.push({ name: env[1], value: env[2], start: text.indexOf(env[2], env[0].indexOf("=")) });
   }
@@ -226,17 +286,20 @@ export function scanLine(file: string, text: string): SecretMatch[] {
     });
   }
 
-  if (NO_ENTROPY.test(file)) return found;
-  const keyword = namesSecret(text);
-  for (const match of text.matchAll(TOKEN)) {
-    if (DIGEST_PREFIX.test(match[0]) || DIGEST_BEFORE.test(text.slice(0, match.index))) continue;
+  if (!entropy || kind.noEntropy) return found;
+  const keyword = named && namesSecret(text);
+  for (const [runStart, runEnd] of longRuns(text)) {
+    const run = text.slice(runStart, runEnd);
+    if (DIGEST_PREFIX.test(run) || DIGEST_BEFORE.test(text.slice(0, runStart))) continue;
     // Strip the padding and what a run may carry at its ends (`==`, the `/` of a path, a `-` of a flag).
-    const value = match[0].replace(/^[/+_-]+/, "").replace(/[=]+$/, "");
-    const start = match.index + match[0].indexOf(value);
+    const value = run.replace(/^[/+_-]+/, "").replace(/[=]+$/, "");
+    const start = runStart + run.indexOf(value);
     if (value.length < 16 || overlaps(start, start + value.length)) continue;
-    // A random key of 16 or more characters has letters and digits (a run without both is a word, a path, a name).
-    if (!/\d/.test(value) || !/[A-Za-z]/.test(value) || isPlaceholder(value)) continue;
     const hex = /^[0-9a-fA-F]+$/.test(value);
+    // A random key of 16 or more characters over base64 has upper and lower case letters and digits (all but about 1
+    // in 5,000): a run without them is a word, a path, a name. Hex has digits and letters.
+    const mixed = hex ? /[a-fA-F]/.test(value) : /[A-Z]/.test(value) && /[a-z]/.test(value);
+    if (!/\d/.test(value) || !mixed || isPlaceholder(value)) continue;
     // Hex runs are digests (commit ids, checksums, colours) unless the line names a secret; other runs must be
     // 32 characters or more without such a name, as long as the keys that leak without a telling name.
     if (hex ? !keyword : !keyword && value.length < 32) continue;
@@ -265,8 +328,14 @@ export function secretsCheck(): BuiltinCheck {
       const findings: Finding[] = [];
       for (const file of scope.files) {
         if (file.binary || file.status === "deleted") continue;
+        // Inside a PEM block (a key, a certificate, a signature) every line is random: the header is the finding, once.
+        let inPem = false;
         for (const { line, text } of file.addedLines) {
-          for (const match of scanLine(file.path, text)) {
+          const begins = /-----BEGIN [A-Z0-9 ]+-----/.test(text);
+          const matches = scanLine(file.path, text, { entropy: !inPem && !begins });
+          if (begins) inPem = true;
+          if (/-----END [A-Z0-9 ]+-----/.test(text)) inPem = false;
+          for (const match of matches) {
             findings.push({
               check: CHECK,
               file: file.path,
