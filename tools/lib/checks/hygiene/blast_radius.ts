@@ -3,7 +3,7 @@
 // code_blast_radius count them), against a budget: over it, one finding that
 // names the count, the budget and the changed modules that reach the most.
 import type { BuiltinCheck, Severity } from "../types.ts";
-import { changedModules } from "./change.ts";
+import { changedModules, graphOf } from "./change.ts";
 
 const CHECK = "hygiene/blast-radius";
 
@@ -37,9 +37,8 @@ export function blastRadiusCheck(options: BlastRadiusOptions = {}): BuiltinCheck
     async run(scope, ctx) {
       const changed = changedModules(scope);
       if (changed.length === 0) return [];
-      const { moduleGraph } = await import("../../graph/module_graph.ts");
       const { dependentsOf, unknownsReaching } = await import("../../graph/graph_queries.ts");
-      const graph = await moduleGraph(ctx, scope.root);
+      const graph = await graphOf(scope, ctx);
       const sources = changed.map((file) => file.path).filter((path) => graph.modules.has(path));
       const sourceSet = new Set(sources);
       const reached = new Set<string>();

@@ -11,7 +11,7 @@ import { issueWords } from "./issues.ts";
 import { globToRegExp } from "../../graph/packages.ts";
 import type { Resolution } from "../../graph/resolver.ts";
 import { type BuiltinCheck, type Finding, SEVERITIES } from "../types.ts";
-import { changedModules } from "./change.ts";
+import { changedModules, graphOf } from "./change.ts";
 
 const CHECK = "hygiene/boundaries";
 
@@ -144,8 +144,7 @@ export function boundariesCheck(options: BoundariesOptions = {}): BuiltinCheck {
       if (rules.length === 0) return [];
       const changed = changedModules(scope).filter((file) => rules.some((rule) => rule.appliesTo(file.path)));
       if (changed.length === 0) return [];
-      const { moduleGraph } = await import("../../graph/module_graph.ts");
-      const graph = await moduleGraph(ctx, scope.root);
+      const graph = await graphOf(scope, ctx);
       const findings: Finding[] = [];
       for (const file of changed) {
         const module = graph.modules.get(file.path);

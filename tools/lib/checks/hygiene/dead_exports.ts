@@ -10,7 +10,7 @@ import type { Resolution } from "../../graph/resolver.ts";
 import type { ExportUsage } from "../../graph/export_usage.ts";
 import type { ModuleSummary } from "../../graph/records.ts";
 import type { BuiltinCheck, ChangeScope, Finding, Severity } from "../types.ts";
-import { addedLineNumbers, changedModules, isModulePath } from "./change.ts";
+import { addedLineNumbers, changedModules, graphOf, isModulePath } from "./change.ts";
 
 const CHECK = "hygiene/dead-exports";
 
@@ -207,8 +207,7 @@ export function deadExportsCheck(options: DeadExportsOptions = {}): BuiltinCheck
           !f.binary && f.status !== "added" && f.status !== "untracked" && isModulePath(f.oldPath ?? f.path)
         );
       if (modules.length === 0 && !removals) return [];
-      const { moduleGraph } = await import("../../graph/module_graph.ts");
-      const graph = await moduleGraph(ctx, scope.root);
+      const graph = await graphOf(scope, ctx);
       const usage = await usageOf(graph, patterns);
       const dead = usage.dead.filter((f) => includeTypes || !f.typeOnly);
       const findings: Finding[] = [];
