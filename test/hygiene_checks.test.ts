@@ -133,6 +133,8 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       "export function addedDead() {}", // 3  added by the change, imported nowhere
       "export const addedUsed = 4;", // 4  added and imported
       "export type AddedType = string;", // 5  added, a type, imported nowhere
+      "export const selfUsed = 6;", // 6  added, used in its own file only
+      "console.log(selfUsed);", // 7
       "",
     ].join("\n");
     const tree = {
@@ -150,15 +152,27 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
     };
     const readBase = (file: string) => Promise.resolve(base[file] ?? null);
     const change = (root: string) =>
-      scopeOf(root, [changed("src/lib.ts", lib, [3, 4, 5]), deleted("src/old.ts"), changed("src/index.ts", "", [])]);
+      scopeOf(root, [
+        changed("src/lib.ts", lib, [3, 4, 5, 6, 7]),
+        deleted("src/old.ts"),
+        changed("src/index.ts", "", []),
+      ]);
 
     it("reports the exports the change adds that nothing imports, not older dead ones", async () => {
       const { root, ctx } = await fixture(tree);
       const findings = await deadExportsCheck().run(change(root), ctx);
-      assert.deepEqual(brief(findings), ["src/lib.ts:3 low added-unused", "src/lib.ts:5 low added-unused"]);
+      assert.deepEqual(brief(findings), [
+        "src/lib.ts:3 low added-unused",
+        "src/lib.ts:5 low added-unused",
+        "src/lib.ts:6 low added-unused",
+      ]);
       assert.equal(
         findings[0].message,
         "Added export addedDead (function) is not imported by any module; remove it",
+      );
+      assert.equal(
+        findings[2].message,
+        "Added export selfUsed (variable) is not imported by any module; it is used in its own file: drop the export keyword",
       );
     });
 
@@ -168,9 +182,13 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
         change(root),
         ctx,
       );
-      assert.deepEqual(brief(findings), ["src/lib.ts:3 medium added-unused", "src/util.ts:1 medium left-unused"]);
+      assert.deepEqual(brief(findings), [
+        "src/lib.ts:3 medium added-unused",
+        "src/lib.ts:6 medium added-unused",
+        "src/util.ts:1 medium left-unused",
+      ]);
       assert.equal(
-        findings[1].message,
+        findings[2].message,
         "Export helper (function) was imported before this change and is not after it; remove it",
       );
     });
@@ -427,6 +445,42 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
         "hygiene/lockfile",
       ]);
       for (const check of HYGIENE_CHECKS) assert.ok(check.description.length > 40, check.name);
+    });
+
+    it("runs together over one change: each check names what it owns", async () => {
+      const added = [
+        'import { shared } from "../core/shared.ts";',
+        "// TODO: retry on 503",
+        `const apiToken = "ghp_${"Zx8k".repeat(9)}";`,
+        "export function unused() { return shared + apiToken; }",
+        "",
+      ].join("\n");
+      const tree: Record<string, string> = {
+        "package.json": '{ "name": "fx", "type": "module" }\n',
+        "package-lock.json": '{ "lockfileVersion": 3 }\n',
+        "core/shared.ts": "export const shared = 1;\n",
+        "ui/new.ts": added,
+      };
+      for (let i = 0; i < 3; i++) tree[`ui/page${i}.ts`] = 'import { shared } from "../core/shared.ts";\nshared;\n';
+      const { root, ctx } = await fixture(tree);
+      const scope = scopeOf(root, [
+        changed("ui/new.ts", added, "all"),
+        changed("core/shared.ts", tree["core/shared.ts"], [1]),
+        changed("package-lock.json", tree["package-lock.json"], [1]),
+      ]);
+      const checks = hygieneChecks({
+        "blast-radius": { budget: 2 },
+        boundaries: { rules: [{ from: "ui/**", disallow: "core/**" }] },
+      });
+      const findings = (await Promise.all(checks.map((check) => check.run(scope, ctx)))).flat();
+      assert.deepEqual(findings.map((f) => `${f.check} ${f.file}:${f.line} ${f.severity}`), [
+        "hygiene/debt-markers ui/new.ts:2 low",
+        "hygiene/dead-exports ui/new.ts:4 low",
+        "hygiene/blast-radius null:null medium",
+        "hygiene/boundaries ui/new.ts:1 high",
+        "hygiene/secrets ui/new.ts:3 critical",
+        "hygiene/lockfile package-lock.json:1 medium",
+      ]);
     });
 
     it("takes its options by check name and refuses a wrong one by its path", async () => {
