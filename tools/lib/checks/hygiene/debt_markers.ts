@@ -61,21 +61,34 @@ async function textOf(
   return lines.join("\n");
 }
 
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
 /** The check, with its options. */
 export function debtMarkersCheck(options: DebtMarkersOptions = {}): BuiltinCheck {
   const tags = options.tags ?? DEFAULT_TAGS;
   const scanner = createDebtScanner({ tags });
+  // What every marker the scanner reports contains (a tag, or the words of stub code): an added line without any
+  // cannot hold one, so a file whose added lines have none is neither read nor scanned.
+  const candidate = new RegExp(
+    `${tags.map(escapeRegExp).join("|")}${
+      tags.some((tag) => tag.toUpperCase() === "STUB") ? "|implemented|NotImplemented|todo!" : ""
+    }`,
+    "i",
+  );
   const severities = { ...DEFAULT_DEBT_SEVERITIES, ...options.severities };
   return {
     name: CHECK,
     description: `Debt markers (${
       tags.join(", ")
-    }) in the lines the change adds, in comments and prose, not in strings or identifiers. TODO and XXX are low; FIXME, HACK and STUB (and code such as \`throw new Error("not implemented")\`) are medium.`,
+    }) in the lines the change adds, in comments and prose, not in strings or identifiers. TODO and XXX are low; FIXME, HACK and STUB (and code that throws a not-implemented error) are medium.`,
     async run(scope, ctx) {
       const read = (path: string) => ctx.fs.readText(scope.root, path, { maxBytes: MAX_TEXT_BYTES });
       const findings: Finding[] = [];
       for (const file of presentFiles(scope)) {
-        if (file.binary || file.addedLines.length === 0 || !isScannable(file.path)) continue;
+        if (file.binary || !isScannable(file.path)) continue;
+        if (!file.addedLines.some(({ text }) => candidate.test(text))) continue;
         const added = new Set(file.addedLines.map((a) => a.line));
         for (const marker of scanner.scan(file.path, await textOf(read, file))) {
           if (!added.has(marker.line)) continue;
