@@ -82,7 +82,7 @@ export function debtMarkersCheck(options: DebtMarkersOptions = {}): BuiltinCheck
     name: CHECK,
     description: `Debt markers (${
       tags.join(", ")
-    }) in the lines the change adds, in comments and prose, not in strings or identifiers. TODO and XXX are low; FIXME, HACK and STUB (and code that throws a not-implemented error) are medium.`,
+    }) in the lines the change adds, in comments and prose, not in strings or identifiers. Severity by tag: by default TODO and XXX low; FIXME, HACK and STUB (with code that throws a not-implemented error) medium.`,
     async run(scope, ctx) {
       const read = (path: string) => ctx.fs.readText(scope.root, path, { maxBytes: MAX_TEXT_BYTES });
       const findings: Finding[] = [];
