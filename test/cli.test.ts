@@ -21,7 +21,9 @@ describe(`cli (${runtimeName})`, () => {
       lines[8],
       /^run_checks\s+gate\s+Runs a check group over a root's change before you ship it and answers PASS, FAIL or ERROR: .*\.$/,
     );
-    assert.match(lines[9], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
+    assert.match(lines[9], /^run_checks_result\s+read\s+Answers for a job run_checks_start began: .*\.$/);
+    assert.match(lines[10], /^run_checks_start\s+gate\s+Starts run_checks as a job and answers at once .*\.$/);
+    assert.match(lines[11], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
     assert.equal(stderr, "", "nothing on stderr for a clean run");
   });
 

@@ -53,7 +53,7 @@ describe(`protocol (${runtimeName})`, () => {
     assert.equal(facts.protocolVersion, "2025-11-25");
     assert.match(String(facts.catalogDigest), /^sha256:[0-9a-f]{64}$/);
     assert.deepEqual(facts.roots, ["default"]);
-    assert.deepEqual(facts.toolsByRisk, { read: 7, gate: 2, "external-side-effect": 0 });
+    assert.deepEqual(facts.toolsByRisk, { read: 8, gate: 3, "external-side-effect": 0 });
     const text = (result.content as { text: string }[])[0].text;
     assert.deepEqual(JSON.parse(text), facts, "the text is the same JSON as structuredContent");
     assert.ok(!text.includes(process.cwd()), "no host path in the result");

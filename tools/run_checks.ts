@@ -14,9 +14,11 @@ export const tool = defineTool({
   name: "run_checks",
   title: "Run checks",
   description:
-    "Runs a check group over a root's change before you ship it and answers PASS, FAIL or ERROR: `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where the project has it, deno lint for deno projects), `hygiene` (warden's own checks) or `default` (all that apply), on the staged change (default), the working tree or a range (`diff`), narrowed by file/dir/exclude globs. FAIL means a finding met `fail_on` (default high); ERROR means the run cannot be trusted (a check could not run, isolation missing); only PASS is safe. A check manifest in the repository (.warden/checks.json) is refused. Findings come most severe first; lists longer than a page (about 16 KB) continue through `nextCursor`.",
+    "Runs a check group over a root's change before you ship it and answers PASS, FAIL or ERROR: `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where the project has it, deno lint for deno projects), `hygiene` (warden's own checks) or `default` (all that apply), on the staged change (default), the working tree or a range (`diff`), narrowed by file/dir/exclude globs. FAIL means a finding met `fail_on` (default high); ERROR means the run cannot be trusted (a check could not run, isolation missing); only PASS is safe. A check manifest in the repository (.warden/checks.json) is refused. For a run that may take long, run_checks_start runs it as a job (or call it as an MCP task). Findings come most severe first; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "gate",
   capabilities: { spawn: CHECK_PROGRAMS },
+  // A run can take minutes (tsc on a large project): run_checks_start and run_checks_result, and MCP tasks.
+  job: true,
   input: v.strictObject({ ...RUN_INPUT, ...pageInput("findings") }),
   output: v.object({ ...RUN_OUTPUT, ...pageOutput }),
   handler: async (args, ctx) => {

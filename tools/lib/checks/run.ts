@@ -9,7 +9,8 @@ import type { GateContext } from "../../../core/tool.ts";
 import { git, REF_PATTERN } from "../git.ts";
 import { GROUPS, planGroup } from "./groups.ts";
 import { pathMapper, runProgramCheck } from "./program.ts";
-import { changeScope } from "./scope.ts";
+import { baseReader, changeScope } from "./scope.ts";
+import { hygieneChecks } from "./hygiene/mod.ts";
 import {
   atLeast,
   type BuiltinCheck,
@@ -177,7 +178,9 @@ export async function runChecks(
   const { scope } = scoped;
   const hidePath = (text: string) =>
     text.replaceAll(scoped.rootPath, "").replaceAll(scoped.rootPath.replace(/\/$/, ""), ".");
-  const plan = await planGroup(group, ctx, root, options.hygiene);
+  // warden's own checks read the files as they were before the change through git (exports the change left dead).
+  const hygiene = options.hygiene ?? hygieneChecks({}, { readBase: baseReader(ctx, root, scoped.base) });
+  const plan = await planGroup(group, ctx, root, hygiene);
   const isolation = await ctx.host.gateIsolation();
 
   const trips = (severity: Severity) => failOn !== "none" && (failOn === "any" || atLeast(severity, failOn));

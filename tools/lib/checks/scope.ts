@@ -34,6 +34,8 @@ export interface ScopeResult {
   readonly unread: readonly string[];
   /** The root's absolute path as programs see it, `/`-terminated: only to turn their paths into root-relative ones. */
   readonly rootPath: string;
+  /** The commit (or the empty tree) the change is measured from: the files as they were before it. */
+  readonly base: string;
 }
 
 const PATCH_BYTES = 16 * 1024 * 1024;
@@ -164,6 +166,31 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
       (status?.stdoutTruncated ?? false),
     unread,
     rootPath: `${top.stdout.trim()}/${tree.prefix}`,
+    base: request.mode === "range" ? await rangeBase(ctx, root, request.revisions!) : base,
+  };
+}
+
+/** The "before" side of a range: the left ref, or for `a...b` where b's history left a (their merge base). */
+async function rangeBase(ctx: GateContext, root: string, revisions: readonly string[]): Promise<string> {
+  const [first] = revisions;
+  if (revisions.length === 1 && first.includes("...")) {
+    const [left, right] = first.split("...");
+    const found = await git(ctx, root, ["merge-base", "--end-of-options", left || "HEAD", right || "HEAD"]);
+    if (found.exitCode === 0) return found.stdout.trim();
+    return left || "HEAD";
+  }
+  if (revisions.length === 1 && first.includes("..")) return first.split("..")[0] || "HEAD";
+  return first;
+}
+
+/**
+ * How a root-relative file read at `base`: its text, or null where it did not exist there. `./` makes git take the
+ * path relative to the root, which may be below the repository's top.
+ */
+export function baseReader(ctx: GateContext, root: string, base: string): (path: string) => Promise<string | null> {
+  return async (path) => {
+    const shown = await git(ctx, root, ["show", "--no-textconv", `${base}:./${path}`]);
+    return shown.exitCode === 0 ? shown.stdout : null;
   };
 }
 
