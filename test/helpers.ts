@@ -62,6 +62,7 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
     ...env,
     WARDEN_PLUGINS_DIR: NO_PLUGINS,
     WARDEN_LEDGER: path.join(repoRoot, ".test-tmp", `ledger-${runtimeName}`),
+    WARDEN_JOBS_DIR: path.join(repoRoot, ".test-tmp", `jobs-${runtimeName}`),
     ...extra,
   };
 }

@@ -95,11 +95,14 @@ const PROJECT = {
   "src/ok.ts": "export const ok: number = 1;\n",
 };
 
-/** The staged change: a type error on line 2, a `debugger` statement (lint) on line 5, a debt marker and a secret. */
+/**
+ * The staged change: a debt marker on line 1, a type error on line 2, a secret on line 3, a `debugger` statement (lint)
+ * on line 5, and exports nothing imports (dead).
+ */
 const BAD = [
   "// FIXME: validate the input before shipping",
   'export const total: number = "12";',
-  'export const awsKey = "AKIAIOSFODNN7EXAMPLE";',
+  'export const awsKey = "AKIAZ7QW3RT5YU2PLK4M";',
   "export function trace(): void {",
   "  debugger;",
   "}",
@@ -160,7 +163,11 @@ describe(`run_checks (${runtimeName})`, () => {
     const brief = answer.findings.map((f) => `${f.check} ${f.file}:${f.line} ${f.rule} ${f.severity}`);
     assert.ok(brief.includes("typescript/tsc src/bad.ts:2 TS2322 high"), brief.join("\n"));
     assert.ok(brief.includes("lint/deno src/bad.ts:5 no-debugger high"), brief.join("\n"));
-    // The hygiene group's checks (the debt marker, the secret) join these where they are installed.
+    // warden's own checks: the debt marker, the secret (never quoted whole), the exports nothing imports.
+    assert.ok(brief.includes("hygiene/debt-markers src/bad.ts:1 FIXME medium"), brief.join("\n"));
+    assert.ok(brief.includes("hygiene/secrets src/bad.ts:3 aws-access-key-id critical"), brief.join("\n"));
+    assert.ok(brief.includes("hygiene/dead-exports src/bad.ts:4 added-unused low"), brief.join("\n"));
+    assert.ok(!JSON.stringify(answer).includes("AKIAZ7QW3RT5YU2PLK4M"), "the secret is masked");
     const status = (name: string) => answer.checks.find((c) => c.name === name);
     assert.equal(status("typescript/tsc")?.status, "failed");
     assert.equal(status("lint/deno")?.status, "failed");
@@ -222,6 +229,40 @@ describe(`run_checks (${runtimeName})`, () => {
     );
     assert.equal(answer!.reducedCoverage, false);
     sh(repo, "git", "commit", "-q", "-m", "fix");
+  });
+
+  it("run_checks_start runs the same request as a job; run_checks_result gives its answer once done", async () => {
+    writeFileSync(path.join(repo, "src/todo.ts"), "// TODO: one more\nvoid 0;\n");
+    sh(repo, "git", "add", "src/todo.ts");
+    try {
+      const started = await session!.client.callTool({
+        name: "run_checks_start",
+        arguments: { root: "repo", group: "hygiene", fail_on: "low" },
+      });
+      const job = started.structuredContent as { jobId: string; state: string; request: Record<string, unknown> };
+      assert.ok(!started.isError, textOf(started));
+      assert.deepEqual(job.request, { root: "repo", group: "hygiene", fail_on: "low" });
+      let answer: { state: string; result: { structuredContent: Answer } } | undefined;
+      for (;;) {
+        const polled = await session!.client.callTool({ name: "run_checks_result", arguments: { jobId: job.jobId } });
+        answer = JSON.parse(textOf(polled));
+        if (answer!.state !== "queued" && answer!.state !== "running") break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(answer!.state, "done");
+      const result = answer!.result.structuredContent;
+      assert.equal(result.gate, "FAIL", result.summary);
+      assert.deepEqual(
+        result.findings.map((f) => `${f.check} ${f.file}:${f.line} ${f.rule}`),
+        ["hygiene/debt-markers src/todo.ts:1 TODO"],
+      );
+      // Refused now, as run_checks refuses it: never a job that fails later.
+      const refused = await session!.client.callTool({ name: "run_checks_start", arguments: { group: "everything" } });
+      assert.equal(refused.isError, true);
+      assert.match(textOf(refused), /group/);
+    } finally {
+      sh(repo, "git", "rm", "-q", "-f", "src/todo.ts");
+    }
   });
 
   it("scope working: untracked files too, a name that looks like an option passed as a path", async () => {
