@@ -114,7 +114,11 @@ describe(`README (${runtimeName})`, () => {
     const temp = tempDir();
     try {
       // The defaults: warden's own plugins directory and ledger, the temp directory in /tmp.
-      const env = { WARDEN_PLUGINS_DIR: path.join(repoRoot, "plugins"), WARDEN_LEDGER: path.join(repoRoot, ".ledger") };
+      const env = {
+        WARDEN_PLUGINS_DIR: path.join(repoRoot, "plugins"),
+        WARDEN_LEDGER: path.join(repoRoot, ".ledger"),
+        WARDEN_JOBS_DIR: path.join(repoRoot, ".jobs"),
+      };
       const printed = await runWarden(["command", "--runtime", "deno"], {
         cwd: work.dir,
         env: { ...env, TMPDIR: temp.dir },
