@@ -200,7 +200,13 @@ describe(`cli (${runtimeName})`, () => {
     try {
       const ledger = path.join(work.dir, "ledger");
       // The scratch of gate calls in a temp directory of the test's own: /tmp may hold this clone (CI's may).
-      const env = { WARDEN_ROOTS: `app=${path.join(repoRoot, "test")}`, WARDEN_LEDGER: ledger, TMPDIR: work.dir };
+      const jobs = path.join(work.dir, "jobs");
+      const env = {
+        WARDEN_ROOTS: `app=${path.join(repoRoot, "test")}`,
+        WARDEN_LEDGER: ledger,
+        WARDEN_JOBS_DIR: jobs,
+        TMPDIR: work.dir,
+      };
       const node = await runWarden(["command", "--runtime", "node", "--json"], { env });
       assert.equal(node.code, 0, node.stderr);
       const plugins = path.join(repoRoot, ".test-tmp", "no-plugins");
@@ -212,6 +218,8 @@ describe(`cli (${runtimeName})`, () => {
         plugins,
         "--ledger",
         ledger,
+        "--jobs-dir",
+        jobs,
       ]);
       const deno = JSON.parse((await runWarden(["command", "--runtime", "deno", "--json"], { env })).stdout);
       assert.match(deno.command, /deno(\.exe)?$/);
@@ -221,8 +229,9 @@ describe(`cli (${runtimeName})`, () => {
       assert.ok(grants("--allow-read", path.join(repoRoot, "test")), flag("--allow-read"));
       assert.ok(!flag("--allow-read")!.split(",").includes("."), "explicit roots: no working directory");
       assert.ok(grants("--allow-write", ledger), flag("--allow-write"));
+      assert.ok(grants("--allow-write", jobs) && grants("--allow-read", jobs), "run_checks keeps its jobs there");
       assert.ok(!grants("--allow-write", repoRoot), flag("--allow-write"));
-      assert.deepEqual(deno.args.slice(-7), [
+      assert.deepEqual(deno.args.slice(-9), [
         path.join(repoRoot, "core/main.ts"),
         "--root",
         `app=${path.join(repoRoot, "test")}`,
@@ -230,6 +239,8 @@ describe(`cli (${runtimeName})`, () => {
         plugins,
         "--ledger",
         ledger,
+        "--jobs-dir",
+        jobs,
       ]);
     } finally {
       work.remove();
