@@ -4,7 +4,7 @@
 import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
 import { defineTool, type GateContext } from "../core/tool.ts";
-import { EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "./lib/git.ts";
+import { diffStatus, EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "./lib/git.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 const FileChange = v.object({
@@ -51,16 +51,6 @@ async function blastRadius(ctx: GateContext, root: string, files: FileChange[]) 
     lowerBound: unknownsReaching(graph, [...sources, ...reached], new Set([...sources, ...reached])).length > 0,
   };
 }
-
-const STATUS: Record<string, FileChange["status"]> = {
-  M: "modified",
-  A: "added",
-  D: "deleted",
-  R: "renamed",
-  C: "copied",
-  T: "type-changed",
-  U: "unmerged",
-};
 
 /**
  * Risk class `gate`: it runs `git` (its only allowlisted program) in a root,
@@ -153,7 +143,7 @@ export const tool = defineTool({
     const fields = names.stdout.split("\0");
     for (let i = 0; i < fields.length - 1;) {
       const code = fields[i++];
-      const kind = STATUS[code[0]] ?? "modified";
+      const kind = diffStatus(code);
       if (kind === "renamed" || kind === "copied") {
         const oldPath = fields[i++];
         const path = fields[i++];

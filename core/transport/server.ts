@@ -219,6 +219,15 @@ export async function serve(options: ServeOptions): Promise<void> {
   );
 
   const listResult = new SerializedResult(JSON.stringify(catalog.listResult));
+  /** What every call gets, besides its own signal, progress and log. */
+  const callOptions = {
+    policy: options.policy,
+    ledger: options.ledger,
+    fs: options.fs,
+    host,
+    timeoutMs: options.callTimeoutMs,
+    spawner: options.spawner,
+  };
   /** The tools/call requests that came task-augmented, by id (see checkEveryRequest). */
   const asTask = new Set<string>();
   const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
@@ -264,25 +273,13 @@ export async function serve(options: ServeOptions): Promise<void> {
           if (!decide(options.policy, tool) && tool.validateInput(args ?? {}).ok) {
             return { task: await taskCall(() => taskAugmented.startTask(name, args)) };
           }
-          const refused = await governedCall(tool, args, {
-            policy: options.policy,
-            ledger: options.ledger,
-            fs: options.fs,
-            host,
-            timeoutMs: options.callTimeoutMs,
-            spawner: options.spawner,
-          });
+          const refused = await governedCall(tool, args, callOptions);
           throw invalidParams(refused.content.map((part) => part.text).join("\n"));
         }
         const progressToken = (params?._meta as Params)?.progressToken;
         const validToken = typeof progressToken === "string" || typeof progressToken === "number";
         const result = await governedCall(tool, args, {
-          policy: options.policy,
-          ledger: options.ledger,
-          fs: options.fs,
-          host,
-          timeoutMs: options.callTimeoutMs,
-          spawner: options.spawner,
+          ...callOptions,
           signal: extra.signal,
           sendProgress: validToken
             ? (progress, total, message) =>

@@ -14,6 +14,25 @@ export const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
  */
 const HERMETIC = ["-c", "core.fsmonitor=false", "-c", "core.quotepath=off", "-c", "color.ui=never"];
 
+/** What the first letter of a `git diff --name-status` line says of a file. */
+export const DIFF_STATUS = Object.freeze(
+  {
+    M: "modified",
+    A: "added",
+    D: "deleted",
+    R: "renamed",
+    C: "copied",
+    T: "type-changed",
+    U: "unmerged",
+  } as const,
+);
+export type DiffStatus = (typeof DIFF_STATUS)[keyof typeof DIFF_STATUS];
+
+/** The status of a `--name-status` code; an unknown letter reads as modified. */
+export function diffStatus(code: string): DiffStatus {
+  return (DIFF_STATUS as Record<string, DiffStatus>)[code[0]] ?? "modified";
+}
+
 /** A ref or commit as an argument: never an option (`--output=…`), never spaces. */
 export const REF_PATTERN = /^[^-\s][^\s]*$/;
 

@@ -5,7 +5,7 @@
 // shell, and refs are checked before git sees them.
 import { problem, received, WardenError } from "../../../core/errors.ts";
 import type { GateContext } from "../../../core/tool.ts";
-import { EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "../git.ts";
+import { diffStatus, EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "../git.ts";
 import { globToRegExp } from "../graph/packages.ts";
 import type { ChangedFile, ChangeScope } from "./types.ts";
 
@@ -41,17 +41,6 @@ export interface ScopeResult {
 const PATCH_BYTES = 16 * 1024 * 1024;
 /** Largest untracked file whose lines are read as added. */
 const UNTRACKED_BYTES = 2 * 1024 * 1024;
-
-const STATUS: Record<string, ChangedFile["status"]> = {
-  M: "modified",
-  A: "added",
-  D: "deleted",
-  R: "renamed",
-  C: "copied",
-  T: "type-changed",
-  // A file both sides changed is, for the checks, a modified file.
-  U: "modified",
-};
 
 /** Checks a revision argument and the commits it names; throws `invalid_arguments` or `not_found` naming it. */
 async function checkRevisions(ctx: GateContext, root: string, revisions: readonly string[]): Promise<void> {
@@ -122,7 +111,9 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
   const fields = names.stdout.split("\0");
   for (let i = 0; i < fields.length - 1;) {
     const code = fields[i++];
-    const status = STATUS[code[0]] ?? "modified";
+    // A file both sides changed is, for the checks, a modified file.
+    const found = diffStatus(code);
+    const status = found === "unmerged" ? "modified" : found;
     const oldPath = status === "renamed" || status === "copied" ? fields[i++] : undefined;
     const path = fields[i++];
     files.set(path, { path, status, ...(oldPath === undefined ? {} : { oldPath }), addedLines: [], binary: false });
