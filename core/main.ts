@@ -18,13 +18,15 @@ import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { type Confinement, denoMissing } from "./platform/confinement.ts";
 import {
+  claudeCodeCommand,
   confinementOf,
   type Install,
+  mcpServerEntry,
   missingPermissions,
   needsOf,
   registrationCommand,
-  serverArgv,
-  shellQuote,
+  serverCommand,
+  shellCommand,
 } from "./registration.ts";
 
 // From source (deno) this file is core/main.ts; in the build it is dist/core/main.js.
@@ -261,7 +263,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "serve" && confinement.missing.length > 0) {
     throw missingPermissions(
       confinement.missing,
-      `start it with ${serverArgv(install, config, argv, needs, "deno").map(shellQuote).join(" ")}`,
+      `start it with ${shellCommand(serverCommand(install, config, argv, needs, "deno"))}`,
     );
   }
 
@@ -307,13 +309,7 @@ async function main(argv: readonly string[]): Promise<number> {
     answering = true;
     // Said once the plugins are checked: it lists them.
     await allChecked;
-    const [commandPath, ...commandArgs] = serverArgv(
-      install,
-      config,
-      argv,
-      needs,
-      facts.runtime.name as "node" | "deno",
-    );
+    const registered = serverCommand(install, config, argv, needs, facts.runtime.name as "node" | "deno");
     log("info", "ready", {
       version: pkg.version,
       runtime: `${facts.runtime.name} ${facts.runtime.version}`,
@@ -326,8 +322,8 @@ async function main(argv: readonly string[]): Promise<number> {
       },
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
       register: {
-        claudeCode: ["claude", "mcp", "add", "warden", "--", commandPath, ...commandArgs].map(shellQuote).join(" "),
-        mcpJson: { mcpServers: { warden: { command: commandPath, args: commandArgs } } },
+        claudeCode: claudeCodeCommand(registered),
+        mcpJson: { mcpServers: { warden: mcpServerEntry(registered) } },
       },
     });
     return -1;
