@@ -131,6 +131,7 @@ function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
 
 function hostFacts(
   catalog: Catalog,
+  digest: () => string,
   fs: RootFs,
   transport: HostFacts["transport"],
   extensions: () => HostFacts["extensions"],
@@ -144,7 +145,10 @@ function hostFacts(
     runtime: Object.freeze({ name: runtime.name, version: runtime.version }),
     transport,
     protocolVersion: null,
-    catalogDigest: catalog.digest,
+    // A getter: the server hashes the catalog after its initialize answer (see the deferred work in main).
+    get catalogDigest() {
+      return digest();
+    },
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
     // A getter: a server whose plugin checks run after initialize (see checksCanWait) fills them in then.
@@ -244,7 +248,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const later = withPlugins && command === "serve" && await checksCanWait(config);
   const pluginsLoading = withPlugins && !later ? loadPlugins() : Promise.resolve(none);
   const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
-  const catalog = await buildCatalog([...builtins, ...plugins.entries]);
+  const catalog = buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
   const ledger = new Ledger(config.ledgerDir);
   const spawner = new Spawner();
@@ -279,9 +283,10 @@ async function main(argv: readonly string[]): Promise<number> {
       );
     });
     let checked = plugins;
+    let digest = "";
     let settled: [() => void, (error: unknown) => void] = [() => {}, () => {}];
-    const allChecked = later ? new Promise<void>((...both) => settled = both) : Promise.resolve();
-    const facts = hostFacts(catalog, fs, "stdio", () => checked.records, spawner, confinement.state);
+    const deferredDone = new Promise<void>((...both) => settled = both);
+    const facts = hostFacts(catalog, () => digest, fs, "stdio", () => checked.records, spawner, confinement.state);
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -292,29 +297,29 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
-      deferred: later
-        ? () =>
-          loadPlugins().then((loaded) => {
-            checked = loaded;
-            settled[0]();
-          }, (error) => {
-            settled[1](error);
-            throw error;
-          })
-        : undefined,
+      // What the initialize answer does not need, done after it, before any tools/call: the catalog's digest, and
+      // the plugin checks when they cannot change the catalog.
+      deferred: () =>
+        Promise.all([
+          catalog.digest().then((hash) => void (digest = hash)),
+          later ? loadPlugins().then((loaded) => void (checked = loaded)) : undefined,
+        ]).then(() => settled[0](), (error) => {
+          settled[1](error);
+          throw error;
+        }),
       // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
       shutdown: () => ledger.seal().finally(() => checked.stop()),
     });
     answering = true;
-    // Said once the plugins are checked: it lists them.
-    await allChecked;
+    // Said once the deferred work is done: it names the digest and the plugins.
+    await deferredDone;
     const registered = serverCommand(install, config, argv, needs, facts.runtime.name as "node" | "deno");
     log("info", "ready", {
       version: pkg.version,
       runtime: `${facts.runtime.name} ${facts.runtime.version}`,
       tools: catalog.toolsByRisk,
-      catalog: catalog.digest,
+      catalog: digest,
       roots: fs.rootIds,
       plugins: {
         loaded: checked.records.filter((r) => r.status === "verified").map((r) => r.id),
@@ -328,10 +333,11 @@ async function main(argv: readonly string[]): Promise<number> {
     });
     return -1;
   }
+  const digest = await catalog.digest();
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli", () => plugins.records, spawner, confinement.state),
+    host: hostFacts(catalog, () => digest, fs, "cli", () => plugins.records, spawner, confinement.state),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
     policy,
@@ -348,7 +354,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return code;
     }
     if (command === "call") return await callCommand(env, args);
-    return await catalogCommand(env, args, await buildCatalog(builtins));
+    return await catalogCommand(env, args, buildCatalog(builtins));
   } finally {
     await ledger.seal();
     await plugins.stop();

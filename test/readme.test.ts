@@ -245,12 +245,16 @@ describe(`README (${runtimeName})`, () => {
     ) assert.ok(readme.includes(form), `README shows ${form}`);
     const { command, args } = JSON.parse((await runWarden(["command", "--runtime", "deno", "--json"])).stdout);
     const session = await connect({ wrap: () => ({ command, args }) });
+    let digest: unknown;
     try {
-      await session.client.ping();
+      // A call waits for the start-up work after the initialize answer, which the ready line follows.
+      const facts = await session.client.callTool({ name: "host_context", arguments: {} });
+      digest = (facts.structuredContent as { catalogDigest: string }).catalogDigest;
     } finally {
       await session.close();
     }
     const ready = JSON.parse(session.stderr().split("\n").find((line) => line.includes('"event":"ready"'))!);
+    assert.equal(ready.catalog, digest);
     assert.deepEqual(ready.register.mcpJson.mcpServers.warden, { command, args, env: { DENO_NO_UPDATE_CHECK: "1" } });
     assert.ok(
       ready.register.claudeCode.startsWith(`claude mcp add warden -e ${NO_UPDATE_CHECK} -- ${command} run `),
