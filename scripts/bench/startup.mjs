@@ -65,10 +65,13 @@ const contenders = runtimes.flatMap((runtime) => {
   if (runtime !== "deno") return list;
   const warden = list.find((c) => c.name === "warden");
   const { command, args, env } = readmeDenoCommand();
+  // The peers start with deno's update check off as well (the task sets it itself): a peer that lives past ~500 ms
+  // would otherwise look up dl.deno.land, which the CPU column (the whole life) would count.
+  const peers = list.filter((c) => c !== warden).map((c) => ({ ...c, env: childEnv(env) }));
   return [
     { ...warden, command, args, env: childEnv(env), variables: env },
     { ...warden, name: "deno task start", args: ["task", "start"] },
-    ...list.filter((c) => c !== warden),
+    ...peers,
   ];
 });
 
