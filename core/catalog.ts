@@ -69,8 +69,11 @@ export interface CatalogEntry {
 export interface Catalog {
   /** The `tools/list` result, deep-frozen. */
   readonly listResult: { readonly tools: readonly ToolDescriptor[] };
-  /** `sha256:<hex>` of the canonical JSON of `listResult`. */
-  readonly digest: string;
+  /**
+   * `sha256:<hex>` of the canonical JSON of `listResult`, hashed on the first ask and kept: the server answers
+   * initialize before it, as the hash loads node's WebCrypto (scripts/bench/README.md, start-up).
+   */
+  digest(): Promise<string>;
   readonly toolsByRisk: Readonly<Record<RiskClass, number>>;
   /** The entry behind each name. */
   readonly tools: ReadonlyMap<string, CatalogEntry>;
@@ -235,15 +238,17 @@ export function builtinEntry(loaded: LoadedTool): CatalogEntry {
 }
 
 /** Builds the catalog from its entries (names must be unique), sorted by name. */
-export async function buildCatalog(entries: readonly CatalogEntry[]): Promise<Catalog> {
+export function buildCatalog(entries: readonly CatalogEntry[]): Catalog {
   const sorted = [...entries].sort((a, b) => (a.descriptor.name < b.descriptor.name ? -1 : 1));
   const listResult = deepFreeze({ tools: sorted.map((entry) => entry.descriptor) });
-  const digest = await sha256Digest(canonicalJson(listResult));
+  // Canonicalized now, so that a catalog that has no canonical form fails the start, not its first digest.
+  const canonical = canonicalJson(listResult);
+  let digest: Promise<string> | undefined;
   const toolsByRisk = Object.fromEntries(RISK_CLASSES.map((risk) => [risk, 0])) as Record<RiskClass, number>;
   for (const entry of sorted) toolsByRisk[entry.risk]++;
   return Object.freeze({
     listResult,
-    digest,
+    digest: () => digest ??= sha256Digest(canonical),
     toolsByRisk: Object.freeze(toolsByRisk),
     tools: new Map(sorted.map((entry) => [entry.descriptor.name, entry])),
   });
@@ -264,8 +269,8 @@ export function refusedToolProblem(name: string, extensions: readonly PluginReco
 }
 
 /** The golden file's text: digest and tools, canonical key order, indented. */
-export function goldenText(catalog: Catalog): string {
-  return prettyCanonicalJson({ digest: catalog.digest, tools: catalog.listResult.tools });
+export async function goldenText(catalog: Catalog): Promise<string> {
+  return prettyCanonicalJson({ digest: await catalog.digest(), tools: catalog.listResult.tools });
 }
 
 /** The first summary sentence of a description, for one-line listings. */

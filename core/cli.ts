@@ -274,7 +274,9 @@ function pluginsBeside(env: CommandEnv, goldenName: string): string {
     );
   }
   if (records.some((r) => r.status === "verified")) {
-    lines.push(`Served catalog, built-in tools and plugins together (host_context's digest): ${env.catalog.digest}`);
+    lines.push(
+      `Served catalog, built-in tools and plugins together (host_context's digest): ${env.host.catalogDigest}`,
+    );
   }
   return lines.join("\n") + "\n";
 }
@@ -302,7 +304,7 @@ export async function catalogCommand(
       );
     }
   }
-  const current = goldenText(contract);
+  const current = await goldenText(contract);
   const beside = () => platform().writeStderr(pluginsBeside(env, goldenName));
   if (mode === "print") {
     print(current);
@@ -315,7 +317,9 @@ export async function catalogCommand(
     } catch (error) {
       throw new WardenError("config_invalid", problem(`Cannot write ${goldenName}`, messageOf(error)));
     }
-    platform().writeStderr(`Updated ${goldenName}: ${contract.listResult.tools.length} tools, ${contract.digest}\n`);
+    platform().writeStderr(
+      `Updated ${goldenName}: ${contract.listResult.tools.length} tools, ${await contract.digest()}\n`,
+    );
     beside();
     return 0;
   }
@@ -329,7 +333,7 @@ export async function catalogCommand(
     return 1;
   }
   if (golden === current) {
-    platform().writeStderr(`Catalog matches ${goldenName} (${contract.digest})\n`);
+    platform().writeStderr(`Catalog matches ${goldenName} (${await contract.digest()})\n`);
     beside();
     return 0;
   }

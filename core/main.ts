@@ -20,13 +20,15 @@ import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { type Confinement, denoMissing } from "./platform/confinement.ts";
 import {
+  claudeCodeCommand,
   confinementOf,
   type Install,
+  mcpServerEntry,
   missingPermissions,
   needsOf,
   registrationCommand,
-  serverArgv,
-  shellQuote,
+  serverCommand,
+  shellCommand,
 } from "./registration.ts";
 
 // From source (deno) this file is core/main.ts; in the build it is dist/core/main.js.
@@ -131,6 +133,7 @@ function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
 
 function hostFacts(
   catalog: Catalog,
+  digest: () => string,
   fs: RootFs,
   transport: HostFacts["transport"],
   extensions: () => HostFacts["extensions"],
@@ -144,7 +147,10 @@ function hostFacts(
     runtime: Object.freeze({ name: runtime.name, version: runtime.version }),
     transport,
     protocolVersion: null,
-    catalogDigest: catalog.digest,
+    // A getter: the server hashes the catalog after its initialize answer (see the deferred work in main).
+    get catalogDigest() {
+      return digest();
+    },
     toolsByRisk: catalog.toolsByRisk,
     rootIds: fs.rootIds,
     // A getter: a server whose plugin checks run after initialize (see checksCanWait) fills them in then.
@@ -258,7 +264,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const later = withPlugins && command === "serve" && await checksCanWait(config);
   const pluginsLoading = withPlugins && !later ? loadPlugins() : Promise.resolve(none);
   const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
-  const catalog = await buildCatalog([...builtins, ...plugins.entries]);
+  const catalog = buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
   const ledger = new Ledger(config.ledgerDir);
   const spawner = new Spawner();
@@ -277,7 +283,7 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "serve" && confinement.missing.length > 0) {
     throw missingPermissions(
       confinement.missing,
-      `start it with ${serverArgv(install, config, argv, needs, "deno").map(shellQuote).join(" ")}`,
+      `start it with ${shellCommand(serverCommand(install, config, argv, needs, "deno"))}`,
     );
   }
 
@@ -293,9 +299,10 @@ async function main(argv: readonly string[]): Promise<number> {
       );
     });
     let checked = plugins;
+    let digest = "";
     let settled: [() => void, (error: unknown) => void] = [() => {}, () => {}];
-    const allChecked = later ? new Promise<void>((...both) => settled = both) : Promise.resolve();
-    const facts = hostFacts(catalog, fs, "stdio", () => checked.records, spawner, confinement.state);
+    const deferredDone = new Promise<void>((...both) => settled = both);
+    const facts = hostFacts(catalog, () => digest, fs, "stdio", () => checked.records, spawner, confinement.state);
     let jobs: JobQueue | undefined;
     if (jobHost) {
       const [{ FileJobStore }, { JobQueue }] = await Promise.all([
@@ -318,16 +325,16 @@ async function main(argv: readonly string[]): Promise<number> {
       policy,
       ledger,
       host: facts,
-      deferred: later
-        ? () =>
-          loadPlugins().then((loaded) => {
-            checked = loaded;
-            settled[0]();
-          }, (error) => {
-            settled[1](error);
-            throw error;
-          })
-        : undefined,
+      // What the initialize answer does not need, done after it, before any tools/call: the catalog's digest, and
+      // the plugin checks when they cannot change the catalog.
+      deferred: () =>
+        Promise.all([
+          catalog.digest().then((hash) => void (digest = hash)),
+          later ? loadPlugins().then((loaded) => void (checked = loaded)) : undefined,
+        ]).then(() => settled[0](), (error) => {
+          settled[1](error);
+          throw error;
+        }),
       // The seal is the ledger file's last row, a clean exit as against a crash: written first, as the process
       // exits on a deadline, and after the rows of the calls stopped by the end of input.
       // Jobs still running are stopped (their process groups killed) and kept as interrupted before the seal.
@@ -337,20 +344,14 @@ async function main(argv: readonly string[]): Promise<number> {
           .then(() => ledger.seal()).finally(() => checked.stop()),
     });
     answering = true;
-    // Said once the plugins are checked: it lists them.
-    await allChecked;
-    const [commandPath, ...commandArgs] = serverArgv(
-      install,
-      config,
-      argv,
-      needs,
-      facts.runtime.name as "node" | "deno",
-    );
+    // Said once the deferred work is done: it names the digest and the plugins.
+    await deferredDone;
+    const registered = serverCommand(install, config, argv, needs, facts.runtime.name as "node" | "deno");
     log("info", "ready", {
       version: pkg.version,
       runtime: `${facts.runtime.name} ${facts.runtime.version}`,
       tools: catalog.toolsByRisk,
-      catalog: catalog.digest,
+      catalog: digest,
       roots: fs.rootIds,
       plugins: {
         loaded: checked.records.filter((r) => r.status === "verified").map((r) => r.id),
@@ -358,16 +359,17 @@ async function main(argv: readonly string[]): Promise<number> {
       },
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
       register: {
-        claudeCode: ["claude", "mcp", "add", "warden", "--", commandPath, ...commandArgs].map(shellQuote).join(" "),
-        mcpJson: { mcpServers: { warden: { command: commandPath, args: commandArgs } } },
+        claudeCode: claudeCodeCommand(registered),
+        mcpJson: { mcpServers: { warden: mcpServerEntry(registered) } },
       },
     });
     return -1;
   }
+  const digest = await catalog.digest();
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, fs, "cli", () => plugins.records, spawner, confinement.state),
+    host: hostFacts(catalog, () => digest, fs, "cli", () => plugins.records, spawner, confinement.state),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
     policy,
@@ -384,7 +386,7 @@ async function main(argv: readonly string[]): Promise<number> {
       return code;
     }
     if (command === "call") return await callCommand(env, args);
-    return await catalogCommand(env, args, await buildCatalog(builtins));
+    return await catalogCommand(env, args, buildCatalog(builtins));
   } finally {
     await ledger.seal();
     await plugins.stop();

@@ -146,18 +146,32 @@ function explicitRoots(argv: readonly string[]): boolean {
 }
 
 /**
- * The argv that starts this same server with exactly the permissions it needs: under deno its permission flags,
- * under node the plain command, or with `nodePermission` node's permission model. File settings that differ from
- * the defaults are passed as flags, so the command needs no environment to grant and use the same paths.
+ * The environment every deno command warden prints or documents adds: deno's update check off. Without it, `deno
+ * run` reads `<DENO_DIR>/latest.txt` as it starts and, about 500 ms later, looks up dl.deno.land for a newer deno:
+ * a request from a sealed host that no one asked for, and a failing DNS lookup on an offline machine.
  */
-export function serverArgv(
+export const DENO_ENV: Readonly<Record<string, string>> = Object.freeze({ DENO_NO_UPDATE_CHECK: "1" });
+
+/** A command that starts this server: its program, its arguments and the variables it adds to the environment. */
+export interface ServerCommand {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/**
+ * The command that starts this same server with exactly the permissions it needs: under deno its permission flags
+ * (and DENO_ENV), under node the plain command, or with `nodePermission` node's permission model. File settings that
+ * differ from the defaults are passed as flags, so the command needs no environment to grant and use the same paths.
+ */
+export function serverCommand(
   install: Install,
   config: Config,
   argv: readonly string[],
   needs: PermissionNeeds,
   runtime: "node" | "deno",
   nodePermission = false,
-): string[] {
+): ServerCommand {
   const explicit = explicitRoots(argv);
   const args: string[] = [];
   if (explicit) { for (const root of config.roots) args.push("--root", `${root.id}=${root.path}`); }
@@ -177,18 +191,41 @@ export function serverArgv(
   if (runtime === "deno") {
     const main = platform().fromFileUrl(new URL("core/main.ts", install.appRoot));
     const v8 = DENO_RUN_FLAGS.filter((flag) => flag.startsWith("--v8-flags="));
-    return [denoBinary(install.appRoot), "run", ...denoPermissionFlags(needs, cwd), ...v8, main, ...args];
+    return {
+      command: denoBinary(install.appRoot),
+      args: ["run", ...denoPermissionFlags(needs, cwd), ...v8, main, ...args],
+      env: DENO_ENV,
+    };
   }
   const main = platform().fromFileUrl(new URL("dist/core/main.js", install.appRoot));
   const node = platform().runtime.name === "node" ? platform().runtime.execPath : "node";
-  if (!nodePermission) return [node, main, ...args];
+  if (!nodePermission) return { command: node, args: [main, ...args], env: {} };
   // node's permission model takes absolute paths only: this command reads the directory it was printed in.
   const major = Number((platform().runtime.name === "node" ? platform().runtime.version : "20").split(".")[0]);
-  return [node, ...nodePermissionFlags(needs, major, true), main, ...args];
+  return { command: node, args: [...nodePermissionFlags(needs, major, true), main, ...args], env: {} };
+}
+
+/** The command for sh: its variables first (`NAME=value program args`), each word quoted only when it must be. */
+export function shellCommand({ command, args, env }: ServerCommand): string {
+  const assignments = Object.entries(env).map(([name, value]) => `${name}=${shellQuote(value)}`);
+  return [...assignments, ...[command, ...args].map(shellQuote)].join(" ");
+}
+
+/** How Claude Code registers it: `claude mcp add warden [-e NAME=value]... -- program args`. */
+export function claudeCodeCommand({ command, args, env }: ServerCommand): string {
+  const variables = Object.entries(env).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
+  return ["claude", "mcp", "add", "warden", ...variables, "--", command, ...args].map(shellQuote).join(" ");
+}
+
+/** The server's entry in `.mcp.json` (Cursor's and VS Code's files take the same keys): `env` only when it has one. */
+export function mcpServerEntry(
+  { command, args, env }: ServerCommand,
+): { command: string; args: string[]; env?: Record<string, string> } {
+  return Object.keys(env).length > 0 ? { command, args: [...args], env: { ...env } } : { command, args: [...args] };
 }
 
 /** One word for sh, quoted only when it must be. */
-export function shellQuote(word: string): string {
+function shellQuote(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
@@ -204,7 +241,10 @@ export function missingPermissions(missing: readonly string[], fix: string): War
   );
 }
 
-/** `warden command [--runtime node|deno] [--node-permission] [--json]`: the registration command, printed. */
+/**
+ * `warden command [--runtime node|deno] [--node-permission] [--json]`: the registration command, printed for sh, or
+ * with `--json` as `.mcp.json` takes it (command, args, and env when it sets variables).
+ */
 export async function registrationCommand(
   install: Install,
   config: Config,
@@ -239,11 +279,9 @@ export async function registrationCommand(
     }
   }
   const needs = await needsOf(install, config, catalog, spawner, records, runtime);
-  const [command, ...commandArgs] = serverArgv(install, config, argv, needs, runtime, nodePermission);
+  const server = serverCommand(install, config, argv, needs, runtime, nodePermission);
   platform().writeStdout(
-    json
-      ? JSON.stringify({ command, args: commandArgs }, null, 2) + "\n"
-      : [command, ...commandArgs].map(shellQuote).join(" ") + "\n",
+    json ? JSON.stringify(mcpServerEntry(server), null, 2) + "\n" : shellCommand(server) + "\n",
   );
   return 0;
 }

@@ -44,7 +44,7 @@ async function printedCommand(
   args: string[],
   env: Record<string, string>,
   extra: string[] = [],
-): Promise<{ command: string; args: string[] }> {
+): Promise<{ command: string; args: string[]; env?: Record<string, string> }> {
   const printed = await runWarden(["command", "--json", ...extra, ...args], { env });
   assert.equal(printed.code, 0, printed.stderr);
   return JSON.parse(printed.stdout);
@@ -163,7 +163,7 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
 
   onDenoIt("is stopped by deno's permissions under the command warden prints", async () => {
     const args = ["--root", `default=${root}`];
-    const { command, args: commandArgs } = await printedCommand(args, env);
+    const { command, args: commandArgs, env: variables } = await printedCommand(args, env);
     assert.equal(command, process.execPath, "the printed command starts the deno binary itself");
     assert.ok(commandArgs.includes("--no-prompt") && !commandArgs.includes("-A"), commandArgs.join(" "));
     for (const flag of ["--allow-read", "--allow-write", "--allow-env", "--allow-run", "--allow-net"]) {
@@ -186,7 +186,7 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       assert.equal(connections, before, "the listener was never reached");
       // The server started narrowed prints the command it runs under: the startup line is a fixed point.
       const ready = JSON.parse(session.stderr().split("\n").find((line) => line.includes('"event":"ready"'))!);
-      assert.deepEqual(ready.register.mcpJson.mcpServers.warden, { command, args: commandArgs });
+      assert.deepEqual(ready.register.mcpJson.mcpServers.warden, { command, args: commandArgs, env: variables });
       assert.deepEqual(ready.confinement, { inForce: true, open: [] });
     } finally {
       await session.close();
@@ -248,7 +248,8 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       ),
       lateLine.error,
     );
-    const quoted = [command, ...args].map((a) => /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`).join(" ");
+    const quoted = ["DENO_NO_UPDATE_CHECK=1", command, ...args].map((a) => /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)
+      .join(" ");
     assert.ok(lateLine.error.endsWith(`start it with ${quoted}`), lateLine.error);
   });
 });

@@ -38,6 +38,43 @@ function tableAfter(heading: string): string[][] {
 
 const unquote = (cell: string) => cell.replace(/^`|`$/g, "");
 
+/** What every deno command warden prints or documents sets: deno's check for a newer deno off. */
+const NO_UPDATE_CHECK = "DENO_NO_UPDATE_CHECK=1";
+
+/** Whether strace can trace a child here (installed, and ptrace allowed). */
+const STRACE = ["-f", "-q", "--seccomp-bpf", "-e", "trace=openat,open,connect"];
+const straceWorks = spawnSync("strace", [...STRACE, "-o", "/dev/null", "true"]).status === 0;
+
+/**
+ * The file opens and connects of a server started by `command` through an agent's connection, and of the processes
+ * it starts, from its start to its exit; `env` is its whole DENO_NO_UPDATE_CHECK (none when empty), whatever this
+ * process has. Rejects unless the trace reached the server's exit.
+ */
+async function traced(command: string, args: readonly string[], env: Record<string, string>): Promise<string> {
+  const work = tempDir();
+  const trace = path.join(work.dir, "trace");
+  const variables = ["-E", "DENO_NO_UPDATE_CHECK", ...Object.entries(env).flatMap(([k, v]) => ["-E", `${k}=${v}`])];
+  try {
+    const session = await connect({
+      wrap: () => ({
+        command: "strace",
+        args: [...STRACE, "-o", trace, ...variables, "--", command, ...args],
+      }),
+    });
+    try {
+      const { tools } = await session.client.listTools();
+      assert.ok(tools.some((t) => t.name === "host_context"), "it serves");
+    } finally {
+      await session.close();
+    }
+    const text = readFileSync(trace, "utf8");
+    assert.match(text, /\+\+\+ exited with 0 \+\+\+\n$/, "the trace reaches the server's exit");
+    return text;
+  } finally {
+    work.remove();
+  }
+}
+
 describe(`README (${runtimeName})`, () => {
   it("names in its Layout only folders and files that exist, and walks a tools/call in ten steps", () => {
     const start = readme.indexOf("\n## Layout\n");
@@ -86,7 +123,7 @@ describe(`README (${runtimeName})`, () => {
     }
     const flags = DENO_RUN_FLAGS.join(" ");
     assert.ok(
-      deno.tasks.start.startsWith(`node_modules/.bin/deno run ${flags} core/main.ts`),
+      deno.tasks.start.startsWith(`${NO_UPDATE_CHECK} node_modules/.bin/deno run ${flags} core/main.ts`),
       "deno task start grants exactly DENO_RUN_FLAGS",
     );
     assert.ok(readme.includes("npm install") && readme.includes("npm start") && readme.includes("npm test"));
@@ -137,7 +174,10 @@ describe(`README (${runtimeName})`, () => {
         "/tmp",
       );
       assert.equal(asSets(shown), asSets(documented));
-      assert.match(documented, /^<warden>\/node_modules\/deno\/deno run /, "the binary itself, no node shim");
+      assert.ok(
+        documented.startsWith(`${NO_UPDATE_CHECK} <warden>/node_modules/deno/deno run `),
+        "the binary itself, no node shim, its update check off",
+      );
     } finally {
       work.remove();
       temp.remove();
@@ -183,6 +223,61 @@ describe(`README (${runtimeName})`, () => {
     const cli = spawnSync(deno, ["task", "warden", "tools"], { cwd: repoRoot, env: childEnv(), encoding: "utf8" });
     assert.equal(cli.status, 0, cli.stderr);
     assert.match(cli.stdout, /^host_context +read /m);
+  });
+
+  it("starts deno with its update check off: the printed command, the startup line's forms and every deno task", async (t) => {
+    if (!straceWorks) return skipOrFail(t, "this test traces deno's system calls: apt-get install strace");
+    const printed = await runWarden(["command", "--runtime", "deno", "--json"]);
+    assert.equal(printed.code, 0, printed.stderr);
+    const { command, args, env } = JSON.parse(printed.stdout);
+    assert.deepEqual(env, { DENO_NO_UPDATE_CHECK: "1" }, "the .mcp.json entry carries the variable");
+    const text = await runWarden(["command", "--runtime", "deno"]);
+    assert.ok(text.stdout.startsWith(`${NO_UPDATE_CHECK} ${command} run `), text.stdout);
+    const deno = JSON.parse(readFileSync(path.join(repoRoot, "deno.json"), "utf8"));
+    for (const [name, task] of Object.entries(deno.tasks as Record<string, string>)) {
+      assert.ok(task.startsWith(`${NO_UPDATE_CHECK} node_modules/.bin/deno `), `deno task ${name}: ${task}`);
+    }
+    // As it starts, deno run reads <DENO_DIR>/latest.txt to decide whether to check, and looks up dl.deno.land
+    // ~500 ms later when it does: the read is the decision, made at every start before any module runs.
+    const checks = (trace: string) => /latest\.txt/.test(trace);
+    const inet = (trace: string) => trace.split("\n").filter((line) => /connect\(.*AF_INET/.test(line));
+    const without = await traced(command, args, {});
+    assert.ok(checks(without), "deno checks for updates when the variable is absent (this test's control)");
+    const registered = await traced(command, args, env);
+    assert.ok(!checks(registered), "the printed command does not check");
+    assert.deepEqual(inet(registered), [], "and connects nowhere");
+    const denoPath = onDeno ? process.execPath : path.join(repoRoot, "node_modules/.bin/deno");
+    const task = await traced(denoPath, ["task", "start"], {});
+    assert.ok(!checks(task), "deno task start does not check");
+    assert.deepEqual(inet(task), [], "deno task start connects nowhere");
+  });
+
+  it("shows the variable of the deno command for every agent, and the startup line prints it", async () => {
+    for (
+      const form of [
+        "claude mcp add warden -e DENO_NO_UPDATE_CHECK=1 -- <command>",
+        "--env DENO_NO_UPDATE_CHECK=1",
+        '"env": { "DENO_NO_UPDATE_CHECK": "1" }',
+        'env = { DENO_NO_UPDATE_CHECK = "1" }',
+      ]
+    ) assert.ok(readme.includes(form), `README shows ${form}`);
+    const { command, args } = JSON.parse((await runWarden(["command", "--runtime", "deno", "--json"])).stdout);
+    const session = await connect({ wrap: () => ({ command, args }) });
+    let digest: unknown;
+    try {
+      // A call waits for the start-up work after the initialize answer, which the ready line follows.
+      const facts = await session.client.callTool({ name: "host_context", arguments: {} });
+      digest = (facts.structuredContent as { catalogDigest: string }).catalogDigest;
+    } finally {
+      await session.close();
+    }
+    const ready = JSON.parse(session.stderr().split("\n").find((line) => line.includes('"event":"ready"'))!);
+    assert.equal(ready.catalog, digest);
+    assert.deepEqual(ready.register.mcpJson.mcpServers.warden, { command, args, env: { DENO_NO_UPDATE_CHECK: "1" } });
+    assert.ok(
+      ready.register.claudeCode.startsWith(`claude mcp add warden -e ${NO_UPDATE_CHECK} -- ${command} run `),
+      ready.register.claudeCode,
+    );
   });
 
   it("its example tool is a real tool that runs", async () => {

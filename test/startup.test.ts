@@ -1,8 +1,9 @@
 // What a server settles before it answers and what may wait: with no key trusted no plugin can load, so the plugin
 // checks run after the initialize answer; the catalog, tools/list, the refusals and the startup line stay the same.
-// And the protocol version host_context reports is the one the initialize answer carried.
+// The catalog's digest is hashed after that answer too. And the protocol version host_context reports is the one the
+// initialize answer carried.
 import assert from "node:assert/strict";
-import { cpSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
@@ -94,6 +95,20 @@ describe(`plugin checks after the initialize answer, when no key is trusted (${r
     } finally {
       raw.kill();
       work.remove();
+    }
+  });
+});
+
+describe(`the catalog digest, hashed after the initialize answer (${runtimeName})`, () => {
+  it("says the startup line with the catalog's digest when no client speaks and no plugin waits", async () => {
+    // No plugins: the digest alone is what waits, started by the fallback timer when no initialize comes.
+    const quiet = startRaw();
+    try {
+      assert.ok(await eventually(() => readyLine(quiet.stderr()) !== null), `a ready line; stderr:\n${quiet.stderr()}`);
+      const golden = JSON.parse(readFileSync(path.join(repoRoot, "schema/catalog.json"), "utf8")).digest;
+      assert.equal(readyLine(quiet.stderr()).catalog, golden);
+    } finally {
+      quiet.kill();
     }
   });
 });

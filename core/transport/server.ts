@@ -32,10 +32,10 @@ export interface ServeOptions {
   /** Host facts without the protocol version, which initialize decides. */
   readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
   /**
-   * Start-up work that may wait until the server has answered (plugin checks that cannot change the catalog, see
-   * core/main.ts), started once: when the first initialize answer is written, at the first tools/call, or
-   * DEFERRED_START_MS after the server listens, whichever comes first. A tools/call waits for it, as tools and the
-   * unknown-tool message read `host.extensions`, which it fills in.
+   * Start-up work that may wait until the server has answered (the catalog's digest, and plugin checks that cannot
+   * change the catalog, see core/main.ts), started once: when the first initialize answer is written, at the first
+   * tools/call, or DEFERRED_START_MS after the server listens, whichever comes first. A tools/call waits for it, as
+   * tools and the unknown-tool message read `host.catalogDigest` and `host.extensions`, which it fills in.
    */
   readonly deferred?: () => Promise<void>;
   /** Stops what the server started (plugin children) before the process ends. */
@@ -181,7 +181,10 @@ export async function serve(options: ServeOptions): Promise<void> {
     get protocolVersion() {
       return protocolVersion;
     },
-    // Read when asked, not copied: they may be filled in after initialize (options.pending).
+    // Read when asked, not copied: they are filled in after initialize (options.deferred).
+    get catalogDigest() {
+      return facts.catalogDigest;
+    },
     get extensions() {
       return facts.extensions;
     },
@@ -191,13 +194,14 @@ export async function serve(options: ServeOptions): Promise<void> {
   let startDeferred = options.deferred
     ? () => {
       startDeferred = undefined;
-      clearTimeout(deferredTimer);
       const running = options.deferred!();
       pending = running.then(() => void (pending = null));
       pending.catch(() => {}); // its failure ends the process (core/main.ts)
     }
     : undefined;
-  const deferredTimer = startDeferred ? setTimeout(() => startDeferred?.(), DEFERRED_START_MS) : undefined;
+  // Not setTimeout: deno 2.9 loads its node:timers layer at a process's first setTimeout (~10 ms of CPU), which
+  // would come before the initialize answer; AbortSignal.timeout does not (scripts/bench/README.md, start-up).
+  if (startDeferred) AbortSignal.timeout(DEFERRED_START_MS).addEventListener("abort", () => startDeferred?.());
 
   const server = new Server(
     { name: options.name, version: options.version },

@@ -46,7 +46,10 @@ ensureBuilt();
 const peerVersions = preparePeers();
 if (runtimes.includes("deno")) verifyDenoPeerResolution(denoBinary());
 
-/** The deno command README registers: what `warden command --runtime deno` prints, here, with the defaults. */
+/**
+ * The deno command README registers: what `warden command --runtime deno --json` prints, here, with the defaults
+ * (the program, its arguments and the variables it sets, deno's update check off).
+ */
 function readmeDenoCommand() {
   const printed = spawnSync(process.execPath, ["dist/core/main.js", "command", "--runtime", "deno", "--json"], {
     cwd: repoRoot,
@@ -61,11 +64,14 @@ const contenders = runtimes.flatMap((runtime) => {
   const list = contendersFor(runtime);
   if (runtime !== "deno") return list;
   const warden = list.find((c) => c.name === "warden");
-  const { command, args } = readmeDenoCommand();
+  const { command, args, env } = readmeDenoCommand();
+  // The peers start with deno's update check off as well (the task sets it itself): a peer that lives past ~500 ms
+  // would otherwise look up dl.deno.land, which the CPU column (the whole life) would count.
+  const peers = list.filter((c) => c !== warden).map((c) => ({ ...c, env: childEnv(env) }));
   return [
-    { ...warden, command, args },
+    { ...warden, command, args, env: childEnv(env), variables: env },
     { ...warden, name: "deno task start", args: ["task", "start"] },
-    ...list.filter((c) => c !== warden),
+    ...peers,
   ];
 });
 
@@ -111,7 +117,8 @@ print(
 print();
 for (const contender of contenders) {
   if (contender.name === "warden" || contender.name === "deno task start") {
-    print(`- ${contender.runtime} ${contender.name}: \`${[contender.command, ...contender.args].join(" ")}\``);
+    const set = Object.entries(contender.variables ?? {}).map(([name, value]) => `${name}=${value} `).join("");
+    print(`- ${contender.runtime} ${contender.name}: \`${set}${[contender.command, ...contender.args].join(" ")}\``);
   }
 }
 print();
