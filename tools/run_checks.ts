@@ -2,8 +2,7 @@
 // own hygiene checks) over a root's change and says PASS, FAIL or ERROR.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
-import { CHECK_PROGRAMS } from "./lib/checks/groups.ts";
-import { RUN_INPUT, RUN_OUTPUT, runChecks } from "./lib/checks/run.ts";
+import { CHECK_PROGRAMS, RUN_INPUT, RUN_OUTPUT } from "./lib/checks/request.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
 /**
@@ -23,6 +22,8 @@ export const tool = defineTool({
   output: v.object({ ...RUN_OUTPUT, ...pageOutput }),
   handler: async (args, ctx) => {
     const { limit: _limit, cursor: _cursor, ...request } = args;
+    // The runner (git, the code graph, warden's own checks) loads with the first run, not at startup.
+    const { runChecks } = await import("./lib/checks/run.ts");
     const answer = await runChecks(request, ctx);
     return await paginate(answer, {
       tool: "run_checks",

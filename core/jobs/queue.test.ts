@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -230,7 +230,7 @@ describe("the job queue", () => {
       reason: null,
     };
     const store = new FileJobStore(dir);
-    await store.save([]);
+    mkdirSync(dir, { recursive: true });
     // The test runner's parent stands for a live server.
     writeFileSync(
       path.join(dir, "2026-12-01T09-00-00-000Z-other.json"),

@@ -41,6 +41,8 @@ describe("the file job store", () => {
   it("saves this process's jobs whole, in a file of its own that another process restores", async () => {
     const dir = path.join(work, "saved");
     const store = new FileJobStore(dir);
+    await store.save([]);
+    assert.ok(!existsSync(dir), "a process that never had a job writes nothing");
     await store.save([job(1), job(2, { state: "running", finishedAt: null, result: null })]);
     assert.deepEqual(readdirSync(dir), [path.basename(store.file)]);
     assert.match(path.basename(store.file), new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d-]+Z-${process.pid}\\.json$`));
@@ -48,6 +50,8 @@ describe("the file job store", () => {
     assert.deepEqual([written.v, written.pid, written.jobs.length], [1, process.pid, 2]);
     await store.save([job(1)]);
     assert.equal(JSON.parse(readFileSync(store.file, "utf8")).jobs.length, 1, "replaced, not appended");
+    await store.save([]);
+    assert.deepEqual(JSON.parse(readFileSync(store.file, "utf8")).jobs, [], "once written, emptied too");
     // Its own file is not restored by itself.
     assert.equal((await store.restore(0)).jobs.size, 0);
   });

@@ -76,6 +76,8 @@ export class FileJobStore implements JobStore {
   readonly #pid = platform().pid();
   readonly #startedAt = new Date().toISOString();
   readonly #file: string;
+  /** Whether this process's file exists: a process that never had a job writes none. */
+  #written = false;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -125,6 +127,8 @@ export class FileJobStore implements JobStore {
   }
 
   async save(jobs: readonly JobRecord[]): Promise<void> {
+    // Every server stops its queue on exit: one that never had a job leaves no file for the next to read.
+    if (jobs.length === 0 && !this.#written) return;
     const file: JobStoreFile = {
       v: JOB_STORE_VERSION,
       pid: this.#pid,
@@ -135,6 +139,7 @@ export class FileJobStore implements JobStore {
     try {
       await platform().fs.mkdir(this.#dir);
       await platform().fs.writeFileAtomic(this.#file, JSON.stringify(file) + "\n");
+      this.#written = true;
     } catch (error) {
       throw new WardenError(
         "config_invalid",

@@ -8,12 +8,7 @@ import type { GateContext } from "../../../core/tool.ts";
 import { HYGIENE_CHECKS } from "./hygiene/mod.ts";
 import type { ProgramCheck } from "./program.ts";
 import type { BuiltinCheck } from "./types.ts";
-
-export const GROUPS = ["default", "typescript", "lint", "hygiene"] as const;
-export type GroupName = (typeof GROUPS)[number];
-
-/** The programs bundled checks run; run_checks declares them as its `capabilities.spawn`. */
-export const CHECK_PROGRAMS = ["git", "node", "tsc", "eslint", "deno"] as const;
+import type { GroupName } from "./request.ts";
 
 /** What one check of a group is for this root. */
 export type PlannedCheck =
