@@ -3,10 +3,9 @@
 // scope read from git, each check of the group run in turn, and the gate
 // decided. A tripped gate is an answer; only a run that cannot start (not a
 // repository, a bad range, a manifest refused) throws.
-import * as v from "valibot";
 import { messageOf, problem, received, WardenError } from "../../../core/errors.ts";
 import type { GateContext } from "../../../core/tool.ts";
-import { git, REF_PATTERN } from "../git.ts";
+import { git } from "../git.ts";
 import { planGroup } from "./groups.ts";
 import type { RunRequest, RunResult } from "./request.ts";
 import { pathMapper, runProgramCheck } from "./program.ts";
@@ -17,9 +16,7 @@ import {
   type BuiltinCheck,
   type ChangeScope,
   type CheckOutcome,
-  CheckOutcomeSchema,
   type Finding,
-  FindingSchema,
   SEVERITIES,
   type Severity,
 } from "./types.ts";
