@@ -304,17 +304,22 @@ async function main(argv: readonly string[]): Promise<number> {
     const deferredDone = new Promise<void>((...both) => settled = both);
     const facts = hostFacts(catalog, () => digest, fs, "stdio", () => checked.records, spawner, confinement.state);
     let jobs: JobQueue | undefined;
-    if (jobHost) {
+    /** The job queue, with the jobs of earlier processes read: after the initialize answer, before any call. */
+    const openJobs = async (host: JobHost) => {
       const [{ FileJobStore }, { JobQueue }] = await Promise.all([
         import("./jobs/store.ts"),
         import("./jobs/queue.ts"),
       ]);
-      jobs = new JobQueue(new FileJobStore(config.jobsDir), config.jobLimits);
-      // Before the first request: a restarted server answers for the ids its predecessors gave out.
-      await jobs.restore();
-      const options = { policy, ledger, fs, host: facts, spawner, timeoutMs: config.jobTimeoutMs };
-      jobHost.attach(jobs, config.jobLimits, options, catalog.tools);
-    }
+      const queue = new JobQueue(new FileJobStore(config.jobsDir), config.jobLimits);
+      await queue.restore();
+      host.attach(
+        queue,
+        config.jobLimits,
+        { policy, ledger, fs, host: facts, spawner, timeoutMs: config.jobTimeoutMs },
+        catalog.tools,
+      );
+      jobs = queue;
+    };
     await serve({
       name: pkg.name,
       version: pkg.version,
@@ -330,6 +335,7 @@ async function main(argv: readonly string[]): Promise<number> {
       deferred: () =>
         Promise.all([
           catalog.digest().then((hash) => void (digest = hash)),
+          jobHost ? openJobs(jobHost) : undefined,
           later ? loadPlugins().then((loaded) => void (checked = loaded)) : undefined,
         ]).then(() => settled[0](), (error) => {
           settled[1](error);

@@ -312,6 +312,9 @@ export async function serve(options: ServeOptions): Promise<void> {
       case "tasks/result":
       case "tasks/list":
       case "tasks/cancel": {
+        // The jobs of earlier processes are read by the deferred start-up work, as tools/call waits for it.
+        startDeferred?.();
+        if (pending) await pending;
         const jobs = options.jobs;
         if (!jobs) {
           throw new McpError(
