@@ -4,7 +4,7 @@
 // than the first read of a file is read whole.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -181,6 +181,11 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(chain([anchor(), v1]), 2, "a version 1 row in a version 2 file");
     add(chain([anchor(), seal(), call()]), 3, "a row after the seal");
     add(chain([call(), seal()]), 1, "the first row is not an anchor");
+    add(
+      grouped([[anchor()], [call({ kind: "audit" })]], 3),
+      2,
+      'not a ledger row (unknown kind "audit"; expected anchor, call, intent or seal)',
+    );
     add(
       replaced([anchor(), call()], 1, "null"),
       2,
@@ -431,6 +436,26 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
       problem: "",
     });
     assert.match(text[1], new RegExp(`^unreadable: ${notADir} line 0: .*(ENOTDIR|not a directory)`, "i"));
+
+    // A file it will not read whole (a sparse one past the 256 MiB cap): unreadable, ahead of a torn file, and a file
+    // an anchor names that verify could not read is not reported missing as well.
+    const big = path.join(work.dir, "big");
+    const huge = write(big, "2026-01-01T00-00-00-000Z-1.jsonl", []);
+    truncateSync(path.join(big, huge), 256 * 1024 * 1024 + 1);
+    const torn = write(big, "2026-01-01T00-00-01-000Z-1.jsonl", [
+      ...chain([anchor([{ file: huge, hash: sha256("x"), seq: 1 }]), seal()]),
+      "{",
+    ], "");
+    const unreadable = await verify(big);
+    assert.equal(unreadable.code, 6, unreadable.text.join("\n"));
+    assert.deepEqual(unreadable.report.findings.map((f) => [f.kind, f.file, f.line]), [
+      ["unreadable", huge, 0],
+      ["torn", torn, 3],
+    ]);
+    assert.equal(
+      unreadable.report.findings[0].problem,
+      `it has ${256 * 1024 * 1024 + 1} bytes, more than the ${256 * 1024 * 1024} warden reads`,
+    );
 
     for (const args of [[], ["check"], ["verify", "--bogus"], ["verify", "--json", "more"]]) {
       const refused = await runWarden(["ledger", ...args, "--ledger", empty]);
