@@ -146,30 +146,17 @@ async function lintChecks(ctx: GateContext, root: string): Promise<PlannedCheck[
   } else {
     const description = `eslint with ${eslintConfig}, on the changed files`;
     const local = await localBin(ctx, root, ".", "eslint/bin/eslint.js");
+    // The project's own eslint through node, else one in warden's PATH.
+    const argv = local && program(ctx, "node")
+      ? ["node", `./${local}`, "--format", "json"]
+      : program(ctx, "eslint")
+      ? ["eslint", "--format", "json"]
+      : null;
     // eslint's config is JavaScript from the repository, whichever eslint runs it.
-    if (local && program(ctx, "node")) {
+    if (argv) {
       planned.push({
         kind: "program",
-        check: {
-          ...lint,
-          name: "lint/eslint",
-          description,
-          argv: ["node", `./${local}`, "--format", "json"],
-          output: "eslint-json",
-          executesRepoCode: true,
-        },
-      });
-    } else if (program(ctx, "eslint")) {
-      planned.push({
-        kind: "program",
-        check: {
-          ...lint,
-          name: "lint/eslint",
-          description,
-          argv: ["eslint", "--format", "json"],
-          output: "eslint-json",
-          executesRepoCode: true,
-        },
+        check: { ...lint, name: "lint/eslint", description, argv, output: "eslint-json", executesRepoCode: true },
       });
     } else {
       planned.push({

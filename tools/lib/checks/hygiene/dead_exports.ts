@@ -211,22 +211,30 @@ export function deadExportsCheck(options: DeadExportsOptions = {}): BuiltinCheck
       const usage = await usageOf(graph, patterns);
       const dead = usage.dead.filter((f) => includeTypes || !f.typeOnly);
       const findings: Finding[] = [];
+      /** A finding of `rule` for a dead export, with what to do about it. */
+      const found = (finding: (typeof dead)[number], rule: string, what: string): Finding => ({
+        check: CHECK,
+        file: finding.file,
+        line: finding.line,
+        column: null,
+        severity,
+        rule,
+        message: `${what}${
+          finding.usedInFile ? "; it is used in its own file: drop the export keyword" : "; remove it"
+        }`,
+      });
       const reported = new Set<string>();
       const added = new Map(modules.map((file) => [file.path, addedLineNumbers(file)]));
       for (const finding of dead) {
         if (!added.get(finding.file)?.has(finding.line)) continue;
         reported.add(`${finding.file}\0${finding.name}`);
-        findings.push({
-          check: CHECK,
-          file: finding.file,
-          line: finding.line,
-          column: null,
-          severity,
-          rule: "added-unused",
-          message: `Added export ${finding.name} (${finding.kind}) is not imported by any module${
-            finding.usedInFile ? "; it is used in its own file: drop the export keyword" : "; remove it"
-          }`,
-        });
+        findings.push(
+          found(
+            finding,
+            "added-unused",
+            `Added export ${finding.name} (${finding.kind}) is not imported by any module`,
+          ),
+        );
       }
       if (removals && options.readBase) {
         const before = await graphBefore(graph, scope, options.readBase);
@@ -234,17 +242,13 @@ export function deadExportsCheck(options: DeadExportsOptions = {}): BuiltinCheck
         for (const finding of dead) {
           const key = `${finding.file}\0${finding.name}`;
           if (reported.has(key) || !usedBefore.has(key)) continue;
-          findings.push({
-            check: CHECK,
-            file: finding.file,
-            line: finding.line,
-            column: null,
-            severity,
-            rule: "left-unused",
-            message: `Export ${finding.name} (${finding.kind}) was imported before this change and is not after it${
-              finding.usedInFile ? "; it is used in its own file: drop the export keyword" : "; remove it"
-            }`,
-          });
+          findings.push(
+            found(
+              finding,
+              "left-unused",
+              `Export ${finding.name} (${finding.kind}) was imported before this change and is not after it`,
+            ),
+          );
         }
       }
       return findings.sort((a, b) => (a.file! < b.file! ? -1 : a.file! > b.file! ? 1 : a.line! - b.line!));
