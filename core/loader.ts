@@ -20,7 +20,8 @@ export interface LoadedTool {
   readonly outputSchema?: JsonSchema;
 }
 
-function convert(schema: Parameters<typeof toJsonSchema>[0]): JsonSchema {
+/** The JSON Schema 2020-12 the catalog publishes for a valibot schema. */
+export function convert(schema: Parameters<typeof toJsonSchema>[0]): JsonSchema {
   return toJsonSchema(schema, { target: "draft-2020-12" }) as JsonSchema;
 }
 

@@ -56,3 +56,8 @@ export function timeoutError(name: string, ms: number): WardenError {
     ),
   );
 }
+
+/** Every problem of a call's arguments, one line each, each said once. */
+export function argumentsProblem(tool: CatalogEntry, issues: readonly SchemaIssue[]): string {
+  return [...new Set(issues.map((issue) => describeIssue(tool, issue)))].join("\n");
+}

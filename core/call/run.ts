@@ -2,7 +2,7 @@
 // the timeout and cancellation, and shapes the result. Every failure becomes
 // a result with isError and a message that names the problem; nothing thrown
 // by a tool reaches the protocol layer.
-import { describeIssue, stoppedError, timeoutError } from "./messages.ts";
+import { argumentsProblem, stoppedError, timeoutError } from "./messages.ts";
 import { type CallResult, errorResult, shapeOutput } from "./result.ts";
 import type { CatalogEntry } from "../catalog.ts";
 import { type ContextParts, createContext } from "../context.ts";
@@ -45,8 +45,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   const name = tool.descriptor.name;
   const validated = tool.validateInput(args ?? {});
   if (!validated.ok) {
-    const lines = [...new Set(validated.issues.map((issue) => describeIssue(tool, issue)))];
-    return errorResult("invalid_arguments", lines.join("\n"), tool);
+    return errorResult("invalid_arguments", argumentsProblem(tool, validated.issues), tool);
   }
   if (options.signal?.aborted) {
     return errorResult("cancelled", `Tool "${name}" was cancelled by the client`, tool);

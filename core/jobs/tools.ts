@@ -9,13 +9,13 @@
 import * as v from "valibot";
 import type { CatalogEntry } from "../catalog.ts";
 import type { CallOptions } from "../call/run.ts";
-import { describeIssue } from "../call/messages.ts";
+import { argumentsProblem } from "../call/messages.ts";
 import { problem, WardenError } from "../errors.ts";
 import { governedCall } from "../governance/governed_call.ts";
 import type { Ledger } from "../governance/ledger.ts";
 import { decide, type Policy } from "../governance/policy.ts";
-import { checkTool, type LoadedTool } from "../loader.ts";
-import { defineTool } from "../tool.ts";
+import { checkTool, convert, type LoadedTool } from "../loader.ts";
+import { defineTool, TOOL_NAME_PATTERN } from "../tool.ts";
 import { JOB_ID, type JobLimits, type JobLookup, type JobQueue, type JobView } from "./queue.ts";
 import { JOB_STATES } from "./store.ts";
 import { errorResult } from "../call/result.ts";
@@ -73,10 +73,7 @@ export class JobHost {
     const entry = tools.get(name)!;
     const validated = entry.validateInput(args ?? {});
     if (!validated.ok) {
-      throw new WardenError(
-        "invalid_arguments",
-        [...new Set(validated.issues.map((issue) => describeIssue(entry, issue)))].join("\n"),
-      );
+      throw new WardenError("invalid_arguments", argumentsProblem(entry, validated.issues));
     }
     return taskOf(await this.start(name, validated.value as Record<string, unknown>), limits);
   }
@@ -179,6 +176,13 @@ const Limits = v.object({
   retentionMs: v.number(),
   timeoutMs: v.number(),
 });
+const StartOutput = v.object({
+  jobId: v.string(),
+  state: JobState,
+  request: v.record(v.string(), v.unknown()),
+  limits: Limits,
+  queuePosition: v.nullable(v.number()),
+});
 
 /** The `<name>_start` and `<name>_result` tools of a built-in tool that declares `job: true`. */
 export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
@@ -191,13 +195,7 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
       `Starts ${name} as a job and answers at once with its id, state and queue position. It takes ${name}'s arguments and checks them now, exactly as ${name} does, so a refused request is an error here, never a job that fails later. Ask ${name}_result for its state and, once done, its result. A job survives a restart of the server: one that was unfinished is then reported as interrupted, never run again.`,
     risk: tool.risk,
     input: tool.input,
-    output: v.object({
-      jobId: v.string(),
-      state: JobState,
-      request: v.record(v.string(), v.unknown()),
-      limits: Limits,
-      queuePosition: v.nullable(v.number()),
-    }),
+    output: StartOutput,
     handler: async (args: Record<string, unknown>) => {
       const job = await jobs.start(name, args);
       return {
@@ -243,9 +241,20 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
       return found.job;
     },
   });
-  return [start, result].map((made) => {
-    const checked = checkTool(`${made.name}.ts`, made);
-    if (Array.isArray(checked)) throw new WardenError("tool_load_failed", checked.join("\n"));
-    return { ...checked, file: loaded.file };
-  });
+  const checked = checkTool(`${result.name}.ts`, result);
+  if (Array.isArray(checked)) throw new WardenError("tool_load_failed", checked.join("\n"));
+  if (!TOOL_NAME_PATTERN.test(start.name)) {
+    throw new WardenError(
+      "tool_load_failed",
+      problem(loaded.file, `the job tool name "${start.name}" is too long`, "shorten the tool's name"),
+    );
+  }
+  // The start tool takes the tool's own input: its JSON Schema was converted once already, with the tool.
+  const started: LoadedTool = {
+    file: loaded.file,
+    tool: start,
+    inputSchema: loaded.inputSchema,
+    outputSchema: convert(StartOutput),
+  };
+  return [started, { ...checked, file: loaded.file }];
 }
