@@ -17,7 +17,12 @@ import { boundariesCheck } from "../tools/lib/checks/hygiene/boundaries.ts";
 import { deadExportsCheck } from "../tools/lib/checks/hygiene/dead_exports.ts";
 import { debtMarkersCheck } from "../tools/lib/checks/hygiene/debt_markers.ts";
 import { lockfileCheck } from "../tools/lib/checks/hygiene/lockfile.ts";
-import { HYGIENE_CHECKS, hygieneChecks, parseHygieneOptions } from "../tools/lib/checks/hygiene/mod.ts";
+import {
+  type BaseReader,
+  HYGIENE_CHECKS,
+  hygieneChecks,
+  parseHygieneOptions,
+} from "../tools/lib/checks/hygiene/mod.ts";
 import { secretsCheck } from "../tools/lib/checks/hygiene/secrets.ts";
 import { runtimeName, tempDir } from "./helpers.ts";
 
@@ -70,6 +75,9 @@ function scopeOf(root: string, files: ChangedFile[]): ChangeScope {
 }
 
 /** Findings reduced to what a reader checks first: file, line, severity, rule. */
+/** A BaseReader over `base` (path → text as it was before the change), answering all the paths it is asked at once. */
+const readerOf = (base: Record<string, string>): BaseReader => (paths) =>
+  Promise.resolve(new Map(paths.map((file) => [file, base[file] ?? null])));
 const brief = (findings: Finding[]) => findings.map((f) => `${f.file}:${f.line} ${f.severity} ${f.rule}`);
 
 describe(`hygiene checks over real trees (${runtimeName})`, () => {
@@ -151,7 +159,7 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
       "src/old.ts": 'import { helper } from "./util.ts";\nhelper();\n',
       "src/lib.ts": "export const used = 1;\nexport const olderDead = 2;\n",
     };
-    const readBase = (file: string) => Promise.resolve(base[file] ?? null);
+    const readBase = readerOf(base);
     const change = (root: string) =>
       scopeOf(root, [
         changed("src/lib.ts", lib, [3, 4, 5, 6, 7]),
@@ -199,8 +207,7 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
         ...tree,
         "src/barrel.ts": 'export { helper } from "./util.ts";\n',
       });
-      const throughBarrel = (file: string) =>
-        Promise.resolve(file === "src/old.ts" ? 'import { helper } from "./barrel.ts";\nhelper();\n' : null);
+      const throughBarrel = readerOf({ "src/old.ts": 'import { helper } from "./barrel.ts";\nhelper();\n' });
       const findings = await deadExportsCheck({ readBase: throughBarrel }).run(
         scopeOf(root, [deleted("src/old.ts")]),
         ctx,
@@ -216,7 +223,8 @@ describe(`hygiene checks over real trees (${runtimeName})`, () => {
         (error) =>
           error instanceof WardenError && error.code === "tool_failed" &&
           error.message ===
-            "Cannot read src/lib.ts as it was before the change: fatal: bad object HEAD; the check cannot tell",
+            "Cannot read src/lib.ts, src/old.ts, src/index.ts as they were before the change: fatal: bad object HEAD; " +
+              "the check cannot tell",
       );
     });
 

@@ -15,6 +15,7 @@ import { initPlatform } from "../core/platform/mod.ts";
 import type { GateContext, HostFacts } from "../core/tool.ts";
 import { pathMapper, type ProgramCheck, runProgramCheck } from "../tools/lib/checks/program.ts";
 import { runChecks } from "../tools/lib/checks/run.ts";
+import { baseReader } from "../tools/lib/checks/scope.ts";
 import type { BuiltinCheck, ChangeScope, Finding } from "../tools/lib/checks/types.ts";
 import { runtimeName, tempDir } from "./helpers.ts";
 
@@ -63,6 +64,10 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
     writeFileSync(path.join(repo, "src/keep.ts"), "one\ntwo\nthree\n");
     writeFileSync(path.join(repo, "src/old.ts"), "alpha\nbeta\ngamma\ndelta\nepsilon\n");
     writeFileSync(path.join(repo, "gone.txt"), "bye\n");
+    // Read only as they were at HEAD (baseReader): text beyond ASCII, bytes that are not UTF-8, a line break in a name.
+    writeFileSync(path.join(repo, "src/ünï.ts"), 'export const mark = "✓ 𝄞";\n');
+    writeFileSync(path.join(repo, "latin1.ts"), new Uint8Array([0x2f, 0x2f, 0x20, 0xe9, 0x0a]));
+    writeFileSync(path.join(repo, "two\nlines.ts"), "export const odd = 1;\n");
     sh(repo, "git", "init", "-q", "-b", "main");
     sh(repo, "git", "config", "user.email", "t@example.com");
     sh(repo, "git", "config", "user.name", "t");
@@ -122,6 +127,32 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       },
     ]);
     assert.deepEqual(answer.coverageReasons, ["1 binary file(s) of the change were not read line by line"]);
+  });
+
+  it("reads files as they were at the base with one git, and alone what git's batch cannot carry", async () => {
+    let spawned = 0;
+    const counting = { ...ctx, spawn: (...args: Parameters<GateContext["spawn"]>) => (spawned++, ctx.spawn(...args)) };
+    const read = baseReader(counting, "repo", "HEAD");
+    const texts = await read(["src/old.ts", "src/ünï.ts", "src/added.ts", "gone.txt", "src/old.ts"]);
+    assert.deepEqual([...texts], [
+      ["src/old.ts", "alpha\nbeta\ngamma\ndelta\nepsilon\n"],
+      ["src/ünï.ts", 'export const mark = "✓ 𝄞";\n'],
+      ["src/added.ts", null],
+      ["gone.txt", "bye\n"],
+    ]);
+    assert.equal(spawned, 1, "one git cat-file for all of them");
+
+    spawned = 0;
+    const alone = await read(["two\nlines.ts", "src/keep.ts", "latin1.ts", "src", "gone.txt"]);
+    assert.deepEqual([...alone], [
+      ["src/keep.ts", "one\ntwo\nthree\n"],
+      ["two\nlines.ts", "export const odd = 1;\n"],
+      ["latin1.ts", "// \uFFFD\n"],
+      ["src", null],
+      ["gone.txt", "bye\n"],
+    ]);
+    // The batch answers src/keep.ts and stops at latin1.ts's byte that is not UTF-8; the rest are read one by one.
+    assert.equal(spawned, 5);
   });
 
   it("scope working adds untracked files, every line added; file globs narrow what the check sees", async () => {

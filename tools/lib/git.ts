@@ -42,11 +42,13 @@ export async function git(
   root: string,
   args: readonly string[],
   maxOutputBytes = 8 * 1024 * 1024,
+  stdin?: string,
 ): Promise<SpawnResult> {
   return await ctx.spawn(["git", ...HERMETIC, ...args], {
     root,
     env: { GIT_OPTIONAL_LOCKS: "0", GIT_TERMINAL_PROMPT: "0", GIT_CONFIG_NOSYSTEM: "1" },
     maxOutputBytes,
+    ...(stdin === undefined ? {} : { stdin }),
   });
 }
 
@@ -59,23 +61,34 @@ export function firstLine(text: string): string {
 export interface WorkTree {
   /** The root's path from the repository's top, `/`-terminated, or "" at the top. */
   readonly prefix: string;
+  /** The repository's top, as git names it (a host path: never shown to a caller). */
+  readonly top: string;
   readonly head: string | null;
 }
 
 /** Checks that `root` is in a git working tree; throws `not_found` naming what git said when it is not. */
 export async function openWorkTree(ctx: GateContext, root: string): Promise<WorkTree> {
-  const inside = await git(ctx, root, ["rev-parse", "--is-inside-work-tree", "--show-prefix"]);
-  if (inside.exitCode !== 0) {
+  // One git for the three: before the first commit HEAD does not resolve, so git fails after printing the rest.
+  const found = await git(ctx, root, [
+    "rev-parse",
+    "--is-inside-work-tree",
+    "--show-prefix",
+    "--show-toplevel",
+    "HEAD^{commit}",
+  ]);
+  const [inside, prefix = "", top = "", head = ""] = found.stdout.split("\n");
+  if (inside !== "true") {
     throw new WardenError(
       "not_found",
-      problem(`Root "${root}" is not a git working tree`, `git says: ${firstLine(inside.stderr)}`),
+      problem(
+        `Root "${root}" is not a git working tree`,
+        `git says: ${
+          firstLine(found.stderr) || `it is inside the repository's .git directory or a bare repository (${inside})`
+        }`,
+      ),
     );
   }
-  const head = await git(ctx, root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]);
-  return {
-    prefix: inside.stdout.split("\n")[1]?.trim() ?? "",
-    head: head.exitCode === 0 ? head.stdout.trim() : null,
-  };
+  return { prefix, top, head: found.exitCode === 0 && /^[0-9a-f]{40,64}$/.test(head) ? head : null };
 }
 
 /** The commit `ref` names, or null when git knows no such commit. */

@@ -2,7 +2,7 @@
 // and exclude filters.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { addedLines, pathFilter } from "./scope.ts";
+import { addedLines, pathFilter, splitBatch } from "./scope.ts";
 
 describe("addedLines", () => {
   it("numbers added lines by each hunk's new start, across files, and skips removed ones", () => {
@@ -74,5 +74,41 @@ describe("pathFilter", () => {
       "docs/src/e.ts",
     ]);
     assert.deepEqual(keep({ dir: ["src"], exclude: ["*.test.ts", "src/gen"] }), ["src/a.ts"]);
+  });
+});
+
+describe("splitBatch", () => {
+  const blob = (text: string) => `${"a".repeat(40)} blob ${new TextEncoder().encode(text).length}\n${text}\n`;
+
+  it("splits git cat-file --batch's answer by byte sizes, multi-byte text and empty files included", () => {
+    const texts = new Map<string, string | null>();
+    const answer = blob("é and 𝄞\nsecond line\n") + "HEAD:./gone.ts missing\n" + blob("") +
+      `${"b".repeat(40)} tree 60\n${"x".repeat(60)}\n` + blob("last");
+    splitBatch(answer, ["a.ts", "gone.ts", "empty.ts", "dir", "z.ts"], texts);
+    assert.deepEqual([...texts], [
+      ["a.ts", "é and 𝄞\nsecond line\n"],
+      ["gone.ts", null],
+      ["empty.ts", ""],
+      ["dir", null],
+      ["z.ts", "last"],
+    ]);
+  });
+
+  it("leaves out what it cannot split surely: bytes that were not UTF-8, a size that does not fit, a cut answer", () => {
+    const notUtf8 = new Map<string, string | null>();
+    splitBatch(blob("ok") + `${"a".repeat(40)} blob 3\n\uFFFD\n`, ["a.ts", "latin1.ts"], notUtf8);
+    assert.deepEqual([...notUtf8], [["a.ts", "ok"]], "from a replacement character on, each name is read alone");
+
+    const misfit = new Map<string, string | null>();
+    splitBatch(blob("ok") + `${"a".repeat(40)} blob 2\nabc\n` + blob("later"), ["a.ts", "b.ts", "c.ts"], misfit);
+    assert.deepEqual([...misfit], [["a.ts", "ok"]]);
+
+    const cut = new Map<string, string | null>();
+    splitBatch(blob("ok") + `${"a".repeat(40)} blob 100\nonly part`, ["a.ts", "b.ts"], cut);
+    assert.deepEqual([...cut], [["a.ts", "ok"]]);
+
+    const garbled = new Map<string, string | null>();
+    splitBatch("fatal: not a git repository\n", ["a.ts"], garbled);
+    assert.deepEqual([...garbled], []);
   });
 });

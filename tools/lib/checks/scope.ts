@@ -39,6 +39,8 @@ export interface ScopeResult {
 }
 
 const PATCH_BYTES = 16 * 1024 * 1024;
+/** What one batch of files read at the base may hold; beyond it the rest are read one by one. */
+const BATCH_BYTES = 16 * 1024 * 1024;
 /** Largest untracked file whose lines are read as added. */
 const UNTRACKED_BYTES = 2 * 1024 * 1024;
 
@@ -92,25 +94,27 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
   }
   // Paths come relative to the root (`--relative`), and only from under it (`-- .`).
   const common = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--relative", "-M"];
-  const [names, numstat, patch, top, status] = await Promise.all([
-    git(ctx, root, [...common, "--name-status", "-z", ...revisions, "--", "."]),
-    git(ctx, root, [...common, "--numstat", "-z", ...revisions, "--", "."]),
+  // Each git is a process to start, which blocks the server's thread while it forks: as few as the answers allow.
+  const [listed, patch, status] = await Promise.all([
+    // Each file's status (`--raw`), then whether it is binary (`--numstat`), in one answer.
+    git(ctx, root, [...common, "--raw", "--numstat", "-z", ...revisions, "--", "."]),
     git(ctx, root, [...common, "-U0", ...revisions, "--", "."], PATCH_BYTES),
-    git(ctx, root, ["rev-parse", "--show-toplevel"]),
     request.mode === "working"
       ? git(ctx, root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
       : null,
   ]);
-  for (const result of [names, numstat, patch, top, status]) {
+  for (const result of [listed, patch, status]) {
     if (result && result.exitCode !== 0) {
       throw new WardenError("tool_failed", problem("git failed", firstLine(result.stderr)));
     }
   }
 
   const files = new Map<string, { -readonly [K in keyof ChangedFile]: ChangedFile[K] }>();
-  const fields = names.stdout.split("\0");
-  for (let i = 0; i < fields.length - 1;) {
-    const code = fields[i++];
+  const fields = listed.stdout.split("\0");
+  let i = 0;
+  // A raw entry is `:<modes> <ids> <status>`, then its path, or its old and new path for a rename or copy.
+  for (; i < fields.length - 1 && fields[i].startsWith(":");) {
+    const code = fields[i++].split(" ").at(-1)!;
     // A file both sides changed is, for the checks, a modified file.
     const found = diffStatus(code);
     const status = found === "unmerged" ? "modified" : found;
@@ -118,11 +122,11 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
     const path = fields[i++];
     files.set(path, { path, status, ...(oldPath === undefined ? {} : { oldPath }), addedLines: [], binary: false });
   }
-  const counts = numstat.stdout.split("\0");
-  for (let i = 0; i < counts.length - 1;) {
-    const [added, , path] = counts[i++].split("\t");
+  // Then a numstat entry per file: `-` counts for a binary one.
+  for (; i < fields.length - 1;) {
+    const [added, , path] = fields[i++].split("\t");
     // A rename has an empty path here, then the old and the new path.
-    const target = path === "" ? (i += 2, counts[i - 1]) : path;
+    const target = path === "" ? (i += 2, fields[i - 1]) : path;
     const file = files.get(target);
     if (file) file.binary = added === "-";
   }
@@ -153,10 +157,10 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
       files: kept,
     },
     filesBeforeFilters: all.length,
-    truncated: names.stdoutTruncated || numstat.stdoutTruncated || patch.stdoutTruncated ||
+    truncated: listed.stdoutTruncated || patch.stdoutTruncated ||
       (status?.stdoutTruncated ?? false),
     unread,
-    rootPath: `${top.stdout.trim()}/${tree.prefix}`,
+    rootPath: `${tree.top}/${tree.prefix}`,
     base: request.mode === "range" ? await rangeBase(ctx, root, request.revisions!) : base,
   };
 }
@@ -175,14 +179,68 @@ async function rangeBase(ctx: GateContext, root: string, revisions: readonly str
 }
 
 /**
- * How a root-relative file read at `base`: its text, or null where it did not exist there. `./` makes git take the
- * path relative to the root, which may be below the repository's top.
+ * Reads root-relative files as they were at `base`: each one's text, or null where it did not exist there. All of them
+ * through one `git cat-file --batch` (one process, where a `git show` each cost a process per file of the change); a
+ * name git's batch input cannot carry (a line break in it) or an answer that cannot be split by its byte sizes (text
+ * that is not UTF-8) is read alone with `git show`. `./` makes git take the path relative to the root, which may be
+ * below the repository's top.
  */
-export function baseReader(ctx: GateContext, root: string, base: string): (path: string) => Promise<string | null> {
-  return async (path) => {
-    const shown = await git(ctx, root, ["show", "--no-textconv", `${base}:./${path}`]);
+export function baseReader(ctx: GateContext, root: string, base: string): BaseReader {
+  const showOne = async (path: string): Promise<string | null> => {
+    // `cat-file blob`, not `show`: a directory there is no file (show would list it).
+    const shown = await git(ctx, root, ["cat-file", "blob", `${base}:./${path}`]);
     return shown.exitCode === 0 ? shown.stdout : null;
   };
+  return async (paths) => {
+    const texts = new Map<string, string | null>();
+    const batch = [...new Set(paths)].filter((path) => !/[\r\n]/.test(path));
+    if (batch.length > 0) {
+      const input = batch.map((path) => `${base}:./${path}\n`).join("");
+      const shown = await git(ctx, root, ["cat-file", "--batch"], BATCH_BYTES, input);
+      if (shown.exitCode === 0) splitBatch(shown.stdout, batch, texts);
+    }
+    for (const path of paths) if (!texts.has(path)) texts.set(path, await showOne(path));
+    return texts;
+  };
+}
+
+/** Reads files as they were before the change: each one's text, or null where it did not exist. */
+export type BaseReader = (paths: readonly string[]) => Promise<ReadonlyMap<string, string | null>>;
+
+/**
+ * Splits `git cat-file --batch`'s answer to `names` into `texts`, as far as it can be trusted: each object is its
+ * header (`<oid> <type> <bytes>` or `<name> missing`), then that many bytes and a line break. The answer reaches warden
+ * decoded as UTF-8, so sizes are counted back in UTF-8 bytes; from an object whose content shows bytes that were not
+ * UTF-8 (a replacement character: a directory's tree object, a Latin-1 file), or that does not end where its size
+ * says, the rest is left out (and read one by one).
+ */
+export function splitBatch(answer: string, names: readonly string[], texts: Map<string, string | null>): void {
+  let at = 0;
+  for (const name of names) {
+    const eol = answer.indexOf("\n", at);
+    if (eol === -1) return;
+    const header = answer.slice(at, eol);
+    if (/ (?:missing|ambiguous)$/.test(header)) {
+      texts.set(name, null);
+      at = eol + 1;
+      continue;
+    }
+    const found = /^[0-9a-f]{40,64} ([a-z]+) (\d+)$/.exec(header);
+    if (!found) return;
+    const size = Number(found[2]);
+    let end = eol + 1;
+    let bytes = 0;
+    while (bytes < size && end < answer.length) {
+      const code = answer.codePointAt(end)!;
+      bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+      end += code > 0xffff ? 2 : 1;
+    }
+    const text = answer.slice(eol + 1, end);
+    if (bytes !== size || answer[end] !== "\n" || text.includes("\uFFFD")) return;
+    // A name that is a directory there (a tree) was no file.
+    texts.set(name, found[1] === "blob" ? text : null);
+    at = end + 1;
+  }
 }
 
 /** An untracked file: every line added, or binary (a NUL in its first 8 KB), or unread (too large) with why. */

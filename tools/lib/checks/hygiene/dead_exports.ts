@@ -9,6 +9,7 @@ import type { ModuleGraph } from "../../graph/module_graph.ts";
 import type { Resolution } from "../../graph/resolver.ts";
 import type { ExportUsage } from "../../graph/export_usage.ts";
 import type { ModuleSummary } from "../../graph/records.ts";
+import type { BaseReader } from "../scope.ts";
 import type { BuiltinCheck, ChangeScope, Finding, Severity } from "../types.ts";
 import { addedLineNumbers, changedModules, graphOf, isModulePath } from "./change.ts";
 
@@ -25,9 +26,6 @@ export const DEFAULT_ENTRY_PATTERNS: readonly string[] = Object.freeze([
   "**/__tests__/**/*.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
   "**/*.config.{js,mjs,cjs,ts,mts,cts}",
 ]);
-
-/** Reads a file as it was before the change (its old path for a rename); null when it did not exist. */
-export type BaseReader = (path: string) => Promise<string | null>;
 
 /** Options of hygiene/dead-exports. */
 export interface DeadExportsOptions {
@@ -148,19 +146,27 @@ async function graphBefore(
   const ts = await loadTypeScript();
   const old: { path: string; renamedTo?: string; summary: ModuleSummary }[] = [];
   let lost = false;
-  for (const file of scope.files) {
-    if (file.binary || file.status === "added" || file.status === "untracked") continue;
+  const read = scope.files.filter((file) =>
+    !file.binary && file.status !== "added" && file.status !== "untracked" && isModulePath(file.oldPath ?? file.path)
+  );
+  let texts: ReadonlyMap<string, string | null>;
+  const names = read.map((file) => file.oldPath ?? file.path);
+  try {
+    texts = await readBase(names);
+  } catch (error) {
+    const named = names.length <= 3 ? names.join(", ") : `${names.slice(0, 3).join(", ")} and ${names.length - 3} more`;
+    throw new WardenError(
+      "tool_failed",
+      problem(
+        `Cannot read ${named} as ${names.length === 1 ? "it was" : "they were"} before the change`,
+        messageOf(error),
+        "the check cannot tell",
+      ),
+    );
+  }
+  for (const file of read) {
     const before = file.oldPath ?? file.path;
-    if (!isModulePath(before)) continue;
-    let text: string | null;
-    try {
-      text = await readBase(before);
-    } catch (error) {
-      throw new WardenError(
-        "tool_failed",
-        problem(`Cannot read ${before} as it was before the change`, messageOf(error), "the check cannot tell"),
-      );
-    }
+    const text = texts.get(before) ?? null;
     if (text === null) continue;
     const summary = summarizeModule(ts, before, text);
     const now = file.status === "deleted" ? new Set<string>() : demands(graph.modules.get(file.path)?.summary);

@@ -8,14 +8,16 @@ import { issueWords } from "./issues.ts";
 import { type BuiltinCheck, SEVERITIES } from "../types.ts";
 import { blastRadiusCheck } from "./blast_radius.ts";
 import { boundariesCheck, BoundaryRuleSchema } from "./boundaries.ts";
-import { type BaseReader, deadExportsCheck } from "./dead_exports.ts";
+import { deadExportsCheck } from "./dead_exports.ts";
+import type { BaseReader } from "../scope.ts";
 import { debtMarkersCheck } from "./debt_markers.ts";
 import { lockfileCheck } from "./lockfile.ts";
 import { secretsCheck } from "./secrets.ts";
 
 export type { BlastRadiusOptions } from "./blast_radius.ts";
 export type { BoundariesOptions, BoundaryRule } from "./boundaries.ts";
-export type { BaseReader, DeadExportsOptions } from "./dead_exports.ts";
+export type { DeadExportsOptions } from "./dead_exports.ts";
+export type { BaseReader } from "../scope.ts";
 export type { DebtMarkersOptions } from "./debt_markers.ts";
 export type { LockfileOptions } from "./lockfile.ts";
 
