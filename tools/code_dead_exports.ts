@@ -2,16 +2,8 @@
 // other module binds, as dead or undetermined (with why), entry points kept.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
+import { DEFAULT_ENTRY_PATTERNS } from "./lib/graph/entry_patterns.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
-
-/** Entry patterns used when the caller names none, as knip's defaults: index/main/cli, tests, config files. */
-const DEFAULT_ENTRY_PATTERNS: readonly string[] = Object.freeze([
-  "{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "src/{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/*.{test,spec}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/__tests__/**/*.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/*.config.{js,mjs,cjs,ts,mts,cts}",
-]);
 
 const Finding = v.object({
   file: v.string(),

@@ -9,23 +9,12 @@ import type { ModuleGraph } from "../../graph/module_graph.ts";
 import type { Resolution } from "../../graph/resolver.ts";
 import type { ExportUsage } from "../../graph/export_usage.ts";
 import type { ModuleSummary } from "../../graph/records.ts";
+import { DEFAULT_ENTRY_PATTERNS } from "../../graph/entry_patterns.ts";
 import type { BaseReader } from "../scope.ts";
 import type { BuiltinCheck, ChangeScope, Finding, Severity } from "../types.ts";
 import { addedLineNumbers, changedModules, graphOf, isModulePath } from "./change.ts";
 
 const CHECK = "hygiene/dead-exports";
-
-/**
- * Entry points whose exports are public, as code_dead_exports' defaults (knip's): index/main/cli files, tests and
- * config files. The same list as tools/code_dead_exports.ts, which keeps its copy private to the tool file.
- */
-export const DEFAULT_ENTRY_PATTERNS: readonly string[] = Object.freeze([
-  "{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "src/{index,main,cli}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/*.{test,spec}.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/__tests__/**/*.{js,mjs,cjs,jsx,ts,tsx,mts,cts}",
-  "**/*.config.{js,mjs,cjs,ts,mts,cts}",
-]);
 
 /** Options of hygiene/dead-exports. */
 export interface DeadExportsOptions {
