@@ -94,23 +94,24 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
   }
   // Paths come relative to the root (`--relative`), and only from under it (`-- .`).
   const common = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--relative", "-M"];
-  // Each git is a process to start, which blocks the server's thread while it forks: as few as the answers allow.
-  const [listed, patch, status] = await Promise.all([
-    // Each file's status (`--raw`), then whether it is binary (`--numstat`), in one answer.
-    git(ctx, root, [...common, "--raw", "--numstat", "-z", ...revisions, "--", "."]),
-    git(ctx, root, [...common, "-U0", ...revisions, "--", "."], PATCH_BYTES),
+  // Each git is a process to start, which blocks the server's thread while it forks: one diff says it all. Each
+  // file's status (`--raw`), whether it is binary (`--numstat`), NUL-separated, then after an empty field the `-U0`
+  // patch with the lines each file adds.
+  const [diff, status] = await Promise.all([
+    git(ctx, root, [...common, "--raw", "--numstat", "-p", "-U0", "-z", ...revisions, "--", "."], PATCH_BYTES),
     request.mode === "working"
       ? git(ctx, root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
       : null,
   ]);
-  for (const result of [listed, patch, status]) {
+  for (const result of [diff, status]) {
     if (result && result.exitCode !== 0) {
       throw new WardenError("tool_failed", problem("git failed", firstLine(result.stderr)));
     }
   }
+  const patchAt = diff.stdout.indexOf("\0\0");
 
   const files = new Map<string, { -readonly [K in keyof ChangedFile]: ChangedFile[K] }>();
-  const fields = listed.stdout.split("\0");
+  const fields = (patchAt === -1 ? diff.stdout : diff.stdout.slice(0, patchAt + 1)).split("\0");
   let i = 0;
   // A raw entry is `:<modes> <ids> <status>`, then its path, or its old and new path for a rename or copy.
   for (; i < fields.length - 1 && fields[i].startsWith(":");) {
@@ -130,7 +131,7 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
     const file = files.get(target);
     if (file) file.binary = added === "-";
   }
-  for (const [path, lines] of addedLines(patch.stdout)) {
+  for (const [path, lines] of addedLines(patchAt === -1 ? "" : diff.stdout.slice(patchAt + 2))) {
     const file = files.get(path);
     if (file && !file.binary) file.addedLines = lines;
   }
@@ -157,7 +158,7 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
       files: kept,
     },
     filesBeforeFilters: all.length,
-    truncated: listed.stdoutTruncated || patch.stdoutTruncated ||
+    truncated: diff.stdoutTruncated ||
       (status?.stdoutTruncated ?? false),
     unread,
     rootPath: `${tree.top}/${tree.prefix}`,
