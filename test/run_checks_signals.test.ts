@@ -1,9 +1,10 @@
 // run_checks's content channel, as an agent meets it: a change whose comment, file name and program output (a
-// compiler quoting the line it stops at) carry text aimed at an automated reviewer. The
-// answer lists the signals with where and a hash (never the text), adds a note block after its JSON, which stays
-// parseable, and its gate and findings are those of the same change without the injections. One ledger row per
-// signal, which `warden ledger verify` chains (an edited or removed signal row is found); a ledger that cannot be
-// written counts the rows as failed and changes nothing else. A file of security prose about injections fires nothing.
+// compiler quoting the line it stops at) carry text aimed at an automated reviewer. The answer lists the signals with
+// where and a hash (never the text), adds a note block after its JSON, which stays parseable, and its gate and findings
+// are those of the same change without the injections; so do a job's result and a task's. One ledger row per signal,
+// which `warden ledger verify` chains (an edited or removed signal row is found); a ledger that cannot be written counts
+// the rows as failed and changes nothing else. A file of security prose about injections fires nothing, and neither
+// does this repository's own Markdown.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -11,6 +12,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
+import { detectInstructions, LOG_TAIL } from "../tools/lib/untrusted/detector.ts";
 import { connect, repoRoot, runtimeName, runWarden, type Session, tempDir, textOf } from "./helpers.ts";
 
 interface Signal {
@@ -281,6 +283,35 @@ describe(`run_checks signals (${runtimeName})`, () => {
     assert.deepEqual(rows.map((r) => brief(r.row)).sort(), signals.map(brief).sort());
   });
 
+  it("as an MCP task: its result has the signals, the JSON block and the note, and its rows name the task", async () => {
+    let result: { content: { text: string }[]; structuredContent: Answer } | undefined;
+    let taskId = "";
+    // The SDK's client asks for a task where the listed tool takes one.
+    const { tools } = await session!.client.listTools();
+    assert.deepEqual(tools.find((tool) => tool.name === "run_checks")!.execution, { taskSupport: "optional" });
+    for await (
+      const message of session!.client.experimental.tasks.callToolStream(
+        {
+          name: "run_checks",
+          arguments: args("injected", INJECTED_NAME),
+        },
+        undefined,
+        { timeout: CALL_TIMEOUT_MS },
+      )
+    ) {
+      if (message.type === "taskCreated") taskId = message.task.taskId;
+      if (message.type === "result") result = message.result as unknown as typeof result;
+      if (message.type === "error") throw message.error;
+    }
+    assert.ok(result && taskId);
+    assert.deepEqual(result.structuredContent.signals.map(brief).sort(), signals.map(brief).sort());
+    assert.equal(result.content.length, 2);
+    assert.deepEqual(JSON.parse(result.content[0].text), result.structuredContent);
+    assert.match(result.content[1].text, NOTE);
+    const rows = ledgerRows(ledger).filter((r) => r.row.kind === "signal" && r.row.job === taskId);
+    assert.equal(rows.length, signals.length);
+  });
+
   it("warden ledger verify chains the signal rows, and finds one edited or removed", async () => {
     await session!.close();
     session = undefined;
@@ -361,5 +392,18 @@ describe(`run_checks signals with a ledger that cannot be written (${runtimeName
     // The call's own row could not be written either: the result says so, after the note.
     assert.equal((result._meta as { "warden/ledger": { written: boolean } })["warden/ledger"].written, false);
     assert.match(content[2].text, /^warning: the call ledger directory cannot be created/);
+  });
+});
+
+describe(`the detector over this repository's own Markdown (${runtimeName})`, () => {
+  it("fires on none of it (the issue's bound is below 5% of files; scripts/detector_figures.ts prints the rate)", () => {
+    const files = sh(repoRoot, "git", "ls-files", "*.md").split("\n").filter((f) => f !== "");
+    assert.ok(files.includes("README.md"), files.join(" "));
+    const hits = files.flatMap((file) => {
+      const text = readFileSync(path.join(repoRoot, file), "utf8");
+      const { signals } = detectInstructions([{ source: "output", field: file, text, limit: LOG_TAIL }]);
+      return signals.map((s) => `${file}: ${s.rule} at ${s.start}: ${JSON.stringify(text.slice(s.start, s.end))}`);
+    });
+    assert.deepEqual(hits, []);
   });
 });
