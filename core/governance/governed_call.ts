@@ -33,8 +33,11 @@ export function governedCall(
   const argsHash = ledger.argsHash(args);
   const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
   let intent: number | null = null;
-  const record = (result: CallResult): Promise<CallResult> =>
-    ledger.call({
+  /** Set once the call's row is queued: a signal after it (a tool still running past its timeout) is not recorded. */
+  let ended = false;
+  const record = (result: CallResult): Promise<CallResult> => {
+    ended = true;
+    return ledger.call({
       tool: tool.descriptor.name,
       risk: tool.risk,
       plugin,
@@ -47,6 +50,7 @@ export function governedCall(
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       intent,
     }).then((written) => written.ok ? result : withLedgerWarning(result, written.error));
+  };
   const run = (recordSignals?: CallOptions["recordSignals"]): Promise<CallResult> => {
     const outcome = runTool(tool, args, recordSignals ? { ...options, recordSignals } : options);
     return outcome instanceof Promise ? outcome.then(record) : record(outcome);
@@ -68,6 +72,8 @@ export function governedCall(
         );
       }
     }
+    // Its row would follow the call's, which closed the intent it names: verify would read the chain as broken.
+    if (ended) return { written: 0, failed: signals.length };
     const name = tool.descriptor.name;
     const job = options.job ?? null;
     const written = await ledger.signals(
