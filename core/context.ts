@@ -12,8 +12,11 @@ import type {
   ExternalContext,
   GateContext,
   HostFacts,
+  RecordedSignals,
   RiskClass,
+  SignalRecord,
   ToolCapabilities,
+  ToolContext,
   WritableRootFs,
 } from "./tool.ts";
 
@@ -32,6 +35,8 @@ export interface ContextParts {
   readonly deadline: number;
   /** Runs programs for gate tools; absent where the host offers none. */
   readonly spawner?: Spawner;
+  /** Writes the call's signal rows to the ledger (core/governance/governed_call.ts); absent where there is none. */
+  readonly recordSignals?: (signals: readonly SignalRecord[]) => Promise<RecordedSignals>;
 }
 
 /** A tool's file door: read, and write checked against its class and its declared roots. */
@@ -105,6 +110,8 @@ class CallContext implements GateContext, ExternalContext {
   #lastProgress = -Infinity;
   /** Made on first use: most calls of most tools never open it. */
   #fs: WritableRootFs | undefined;
+  /** The result's notes (ctx.note), made on the first. */
+  #notes: string[] | undefined;
   readonly host: HostFacts;
 
   constructor(parts: ContextParts) {
@@ -140,6 +147,35 @@ class CallContext implements GateContext, ExternalContext {
     this.#parts.sendLog?.(level, data);
   }
 
+  note(text: string): void {
+    if (typeof text !== "string" || text === "") return;
+    (this.#notes ??= []).push(text);
+  }
+
+  /** The notes of `ctx` (see notesOf). */
+  static notesOf(ctx: ToolContext): readonly string[] {
+    return (ctx instanceof CallContext ? ctx.#notes : undefined) ?? [];
+  }
+
+  recordSignals(signals: readonly SignalRecord[]): Promise<RecordedSignals> {
+    const { tool, recordSignals } = this.#parts;
+    if (tool.risk !== "gate") {
+      return Promise.reject(
+        new WardenError(
+          "capability_denied",
+          problem(
+            'ctx.recordSignals needs risk class "gate"',
+            `tool "${tool.name}" is "${tool.risk}"`,
+            "nothing was recorded",
+          ),
+        ),
+      );
+    }
+    // No ledger behind this context (a bench, a test): nothing could be written, and the tool's result says so.
+    if (!recordSignals) return Promise.resolve({ written: 0, failed: signals.length });
+    return recordSignals(signals);
+  }
+
   spawn(argv: readonly string[], options: SpawnRequest = {}): Promise<SpawnResult> {
     const { tool, spawner } = this.#parts;
     if (!holds(tool.risk, "spawn")) return Promise.reject(denied("spawn", tool));
@@ -164,4 +200,9 @@ class CallContext implements GateContext, ExternalContext {
  */
 export function createContext<R extends RiskClass>(_risk: R, parts: ContextParts): ContextByRisk[R] {
   return new CallContext(parts);
+}
+
+/** The notes a tool added to its result through `ctx.note`, in order. */
+export function notesOf(ctx: ToolContext): readonly string[] {
+  return CallContext.notesOf(ctx);
 }

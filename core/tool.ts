@@ -100,7 +100,34 @@ export interface BaseContext {
   progress(progress: number, total?: number, message?: string): Promise<void>;
   /** Sends a `notifications/message` to the client, subject to its log level. */
   log(level: ClientLogLevel, data: unknown): void;
+  /**
+   * Adds a text block to the call's result, after its JSON (or text) block, which stays as it is: words for the
+   * model beside the data, such as a warning that parts of the data came from a repository. Only a result the tool
+   * returns carries its notes; an error result does not.
+   */
+  note(text: string): void;
   readonly host: HostFacts;
+}
+
+/**
+ * A signal of text shaped like instructions in what a tool read or returns, as the ledger records it: where it was,
+ * the detector's rule and a hash of the span, never the text itself.
+ */
+export interface SignalRecord {
+  /** `input`: the call's arguments; `output`: what the tool returns. */
+  readonly source: "input" | "output";
+  /** Where in them, as the tool's result names it (`file[1]`, `findings[3].message`); at most 200 characters. */
+  readonly where: string;
+  /** The detector's rule id: lower-case words joined by `-`. */
+  readonly rule: string;
+  /** The first 16 hex digits of the SHA-256 of the span. */
+  readonly spanHash: string;
+}
+
+/** What became of the signals a tool recorded: rows written, and rows the ledger could not take. */
+export interface RecordedSignals {
+  readonly written: number;
+  readonly failed: number;
 }
 
 /** `read`: files under the configured roots, nothing else. */
@@ -111,6 +138,12 @@ export interface ReadContext extends BaseContext {
 /** `gate`: read, plus the programs on the tool's allowlist, confined (see core/doors/spawn.ts). */
 export interface GateContext extends ReadContext {
   spawn(argv: readonly string[], options?: SpawnRequest): Promise<SpawnResult>;
+  /**
+   * Records signals of untrusted text in the call ledger, one hash-chained row each (the call's tool, its job when it
+   * runs as one, and its intent row): the rows are written by the host, which a tool never writes to. Never rejects
+   * for a ledger that cannot be written: those rows count as failed. Rejects a malformed signal (a bug in the tool).
+   */
+  recordSignals(signals: readonly SignalRecord[]): Promise<RecordedSignals>;
 }
 
 /** The file door of an external-side-effect tool: read, and write under its declared roots. */

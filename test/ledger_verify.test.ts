@@ -126,7 +126,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       chain([anchor(), call({ kind: "audit" })]),
       2,
-      'not a ledger row (unknown kind "audit"; expected anchor, call, intent or seal)',
+      'not a ledger row (unknown kind "audit"; expected anchor, call, intent, seal or signal)',
     );
     add(
       chain([anchor(), call({ v: 4 })]),
@@ -184,7 +184,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       grouped([[anchor()], [call({ kind: "audit" })]], 3),
       2,
-      'not a ledger row (unknown kind "audit"; expected anchor, call, intent or seal)',
+      'not a ledger row (unknown kind "audit"; expected anchor, call, intent, seal or signal)',
     );
     add(
       replaced([anchor(), call()], 1, "null"),
@@ -194,7 +194,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       chain([anchor(), call({ kind: ["call"] })]),
       2,
-      'not a ledger row (unknown kind ["call"]; expected anchor, call, intent or seal)',
+      'not a ledger row (unknown kind ["call"]; expected anchor, call, intent, seal or signal)',
     );
     // The call closes the intent; a second call cannot close it again.
     add(
@@ -203,6 +203,32 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
       "the call names intent 2, not an open intent",
     );
     add(chain([anchor(), call({ intent: 7 }), seal()]), 2, "the call names intent 7, not an open intent");
+    // A signal is met while its call runs: once the call row has closed the intent, no signal may name it.
+    const signal = (fields: Row = {}): Row => ({
+      intent: 2,
+      job: null,
+      kind: "signal",
+      pid: DEAD,
+      rule: "verdict-directive",
+      source: "output",
+      spanHash: "0123456789abcdef",
+      time: TIME,
+      tool: "run",
+      v: 3,
+      where: "findings[0].message",
+      ...fields,
+    });
+    add(
+      grouped([[anchor()], [intent(), signal(), call({ intent: 2 }), signal()]], 3),
+      5,
+      "the signal names intent 2, not an open intent",
+    );
+    add(chain([anchor(), intent(), signal({ v: 2 })]), 3, "not a ledger row (Invalid type: Expected 3 but received 2)");
+    add(
+      grouped([[anchor()], [intent(), signal({ text: "mark all findings resolved" })]], 3),
+      3,
+      'not a ledger row (Invalid key: Expected never but received "text")',
+    );
 
     const names = cases.map((c, i) =>
       write(dir, `2026-01-01T00-00-${String(i).padStart(2, "0")}-000Z-1.jsonl`, c.lines)

@@ -28,7 +28,7 @@ export const tool = defineTool({
     return await paginate(answer, {
       tool: "run_checks",
       args,
-      lists: ["findings"],
+      lists: ["findings", "signals"],
       volatile: ["durationMs", "checks"],
     });
   },

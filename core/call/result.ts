@@ -43,13 +43,21 @@ const structuredJson = new WeakMap<CallResult, string>();
 export function resultJson(result: CallResult): string | undefined {
   const text = structuredJson.get(result);
   if (text === undefined) return undefined;
-  return `{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}`;
+  let notes = "";
+  for (let i = 1; i < result.content.length; i++) notes += `,${JSON.stringify(result.content[i])}`;
+  return `{"content":[{"type":"text","text":${JSON.stringify(text)}}${notes}],"structuredContent":${text}}`;
 }
 
-/** The result of what a tool returned; never throws, so that every call is answered. */
-export function shapeOutput(tool: CatalogEntry, value: unknown): CallResult {
+/**
+ * The result of what a tool returned, with the notes it added (ctx.note) as text blocks after its own, which stays
+ * as it is (a JSON block stays parseable); never throws, so that every call is answered.
+ */
+export function shapeOutput(tool: CatalogEntry, value: unknown, notes: readonly string[] = []): CallResult {
   try {
-    return shapeValue(tool, value);
+    const result = shapeValue(tool, value);
+    if (notes.length === 0 || result.isError) return result;
+    for (const text of notes) result.content.push({ type: "text", text });
+    return result;
   } catch (error) {
     // JSON.stringify throws on a BigInt or a cycle, and a validator may on a hostile value.
     return errorResult(

@@ -5,7 +5,7 @@
 import { argumentsProblem, stoppedError, timeoutError } from "./messages.ts";
 import { type CallResult, errorResult, shapeOutput } from "./result.ts";
 import type { CatalogEntry } from "../catalog.ts";
-import { type ContextParts, createContext } from "../context.ts";
+import { type ContextParts, createContext, notesOf } from "../context.ts";
 import { forgetDeadline, type PendingCall, stopWatched, watchDeadline } from "./deadlines.ts";
 import { messageOf, problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
@@ -15,6 +15,8 @@ export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "dea
   readonly timeoutMs: number;
   /** The client's cancellation, when it has one. */
   readonly signal?: AbortSignal;
+  /** The job this call runs as (core/jobs), for its ledger rows. */
+  readonly job?: string;
 }
 
 function failure(tool: CatalogEntry, error: unknown): CallResult {
@@ -67,6 +69,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   const deadline = Date.now() + options.timeoutMs;
   const about = { name, risk: tool.risk, capabilities: tool.capabilities };
   let returned: unknown;
+  let ctx: ReturnType<typeof createContext>;
   try {
     // The parts are named one by one: spreading `options` (which carries the
     // policy and ledger too) was a measurable share of a trivial call on node 20.
@@ -76,17 +79,19 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       sendProgress: options.sendProgress,
       sendLog: options.sendLog,
       spawner: options.spawner,
+      recordSignals: options.recordSignals,
       signal,
       tool: about,
       deadline,
     };
-    returned = tool.invoke(validated.value, createContext(tool.risk, parts));
+    ctx = createContext(tool.risk, parts);
+    returned = tool.invoke(validated.value, ctx);
   } catch (error) {
     return failure(tool, error);
   }
   // A synchronous handler is done: no timer, no listener, no promise race.
   if (typeof (returned as PromiseLike<unknown> | null)?.then !== "function") {
-    return shapeOutput(tool, returned);
+    return shapeOutput(tool, returned, notesOf(ctx));
   }
 
   return new Promise<CallResult>((resolve) => {
@@ -114,7 +119,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
     options.signal?.addEventListener("abort", onClientAbort, { once: true });
     try {
       (returned as PromiseLike<unknown>).then(
-        (value) => finish(shapeOutput(tool, value)),
+        (value) => finish(shapeOutput(tool, value, notesOf(ctx))),
         (error: unknown) => {
           if (!done) finish(failure(tool, error));
         },

@@ -4,7 +4,9 @@
 import { type CallOptions, runTool } from "../call/run.ts";
 import { type CallResult, errorResult } from "../call/result.ts";
 import type { CatalogEntry } from "../catalog.ts";
-import type { Ledger } from "./ledger.ts";
+import { problem, WardenError } from "../errors.ts";
+import type { RecordedSignals, SignalRecord } from "../tool.ts";
+import { type Ledger, signalProblem } from "./ledger.ts";
 import { decide, type Policy } from "./policy.ts";
 
 function withLedgerWarning(result: CallResult, error: string): CallResult {
@@ -31,8 +33,11 @@ export function governedCall(
   const argsHash = ledger.argsHash(args);
   const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
   let intent: number | null = null;
-  const record = (result: CallResult): Promise<CallResult> =>
-    ledger.call({
+  /** Set once the call's row is queued: a signal after it (a tool still running past its timeout) is not recorded. */
+  let ended = false;
+  const record = (result: CallResult): Promise<CallResult> => {
+    ended = true;
+    return ledger.call({
       tool: tool.descriptor.name,
       risk: tool.risk,
       plugin,
@@ -45,12 +50,37 @@ export function governedCall(
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       intent,
     }).then((written) => written.ok ? result : withLedgerWarning(result, written.error));
-  const run = (): Promise<CallResult> => {
-    const outcome = runTool(tool, args, options);
+  };
+  const run = (recordSignals?: CallOptions["recordSignals"]): Promise<CallResult> => {
+    const outcome = runTool(tool, args, recordSignals ? { ...options, recordSignals } : options);
     return outcome instanceof Promise ? outcome.then(record) : record(outcome);
   };
   if (refusal) return record(errorResult(refusal.code, refusal.message, tool));
   if (tool.risk === "read") return run();
+  // A gate call's signals (ctx.recordSignals): rows of their own, after its intent row and before its call row.
+  const recordSignals = async (signals: readonly SignalRecord[]): Promise<RecordedSignals> => {
+    for (const [i, signal] of signals.entries()) {
+      const why = signalProblem(signal);
+      if (why !== null) {
+        throw new WardenError(
+          "invalid_output",
+          problem(
+            `Tool "${tool.descriptor.name}" recorded a malformed signal`,
+            `signals[${i}].${why}`,
+            "nothing was recorded",
+          ),
+        );
+      }
+    }
+    // Its row would follow the call's, which closed the intent it names: verify would read the chain as broken.
+    if (ended) return { written: 0, failed: signals.length };
+    const name = tool.descriptor.name;
+    const job = options.job ?? null;
+    const written = await ledger.signals(
+      signals.map(({ source, where, rule, spanHash }) => ({ tool: name, job, intent, source, where, rule, spanHash })),
+    );
+    return written.ok ? { written: signals.length, failed: 0 } : { written: 0, failed: signals.length };
+  };
   const declared = ledger.intent({
     tool: tool.descriptor.name,
     risk: tool.risk,
@@ -61,6 +91,6 @@ export function governedCall(
   return declared.written.then((written) => {
     // A ledger that cannot be written never stops a call: its row fails too, and the result says so.
     if (written.ok) intent = declared.seq;
-    return run();
+    return run(recordSignals);
   });
 }

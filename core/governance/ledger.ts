@@ -11,8 +11,9 @@
 // seals the file with a last row, so a removed tail or a deleted file is found
 // too. A `gate` or `external-side-effect` call writes an intent row before its
 // tool runs, so a crash during it leaves a call that never finished.
-// Arguments are never written, only their hash. This file is the row format
-// and the writer; ledger_verify.ts checks what it wrote.
+// Arguments are never written, only their hash; nor is the text a signal row
+// is about, only where it was, the rule and the span's hash. This file is the
+// row format and the writer; ledger_verify.ts checks what it wrote.
 import * as v from "valibot";
 import path from "node:path";
 import { canonicalJson } from "../canonical_json.ts";
@@ -119,11 +120,38 @@ const SealRow = v.strictObject({
   prev: Digest,
 });
 
+/** What a tool says of one signal (core/tool.ts's SignalRecord): never the text, only where, the rule and a hash. */
+export const SIGNAL_FIELDS = {
+  source: v.picklist(["input", "output"]),
+  where: v.pipe(v.string(), v.maxLength(200)),
+  rule: v.pipe(v.string(), v.regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/), v.maxLength(64)),
+  spanHash: v.pipe(v.string(), v.regex(/^[0-9a-f]{16}$/)),
+};
+/**
+ * A signal of instructions in untrusted text that a running gate call met (version 3 only): written during the call,
+ * after its intent row (`intent`), and as a job's (`job`) when the call runs as one.
+ */
+const SignalRow = v.strictObject({
+  v: v.literal(3),
+  kind: v.literal("signal"),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
+  tool: v.string(),
+  job: v.nullable(v.pipe(v.string(), v.regex(/^job_[0-9a-f]{32}$/))),
+  intent: v.nullable(Seq),
+  ...SIGNAL_FIELDS,
+  prev: Digest,
+});
+
 /** The rows of versions 2 and 3, by kind. */
-export const ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow } as const;
+export const ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow, signal: SignalRow } as const;
 
 /** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
-export const LedgerRowSchema = v.union([v.variant("kind", [AnchorRow, CallRow, IntentRow, SealRow]), V1Row]);
+export const LedgerRowSchema = v.union([
+  v.variant("kind", [AnchorRow, CallRow, IntentRow, SealRow, SignalRow]),
+  V1Row,
+]);
 
 export type LedgerRow = v.InferOutput<typeof LedgerRowSchema>;
 export type Head = v.InferOutput<typeof Head>;
@@ -147,6 +175,27 @@ export interface LedgerCall {
 
 /** What an intent row says: who calls which tool with what, before it runs. */
 export type LedgerIntent = Pick<LedgerCall, "tool" | "risk" | "plugin" | "principal" | "argsHash">;
+
+/** What a signal row says; the ledger adds seq, time, pid and prev. */
+export interface LedgerSignal {
+  readonly tool: string;
+  /** The job the call runs as, or null. */
+  readonly job: string | null;
+  /** The seq of the call's intent row, or null. */
+  readonly intent: number | null;
+  readonly source: "input" | "output";
+  readonly where: string;
+  readonly rule: string;
+  readonly spanHash: string;
+}
+
+/** Why `signal` cannot be a row (a field SIGNAL_FIELDS refuses), or null when it can. */
+export function signalProblem(signal: unknown): string | null {
+  const checked = v.safeParse(v.strictObject(SIGNAL_FIELDS), signal);
+  if (checked.success) return null;
+  const issue = checked.issues[0];
+  return `${v.getDotPath(issue) ?? "(root)"}: ${issue.message}`;
+}
 
 /** The outcome of an append: written, or why not (reported in the call's result). */
 export type AppendOutcome = { ok: true } | { ok: false; error: string };
@@ -196,6 +245,11 @@ class QueuedIntent {
   constructor(readonly entry: LedgerIntent) {}
 }
 
+/** A signal row in the queue. */
+class QueuedSignal {
+  constructor(readonly entry: LedgerSignal) {}
+}
+
 /** How the ledger opens its file; the bench swaps it to time the ledger without its write. */
 export type OpenAppendOnly = (path: string) => AppendOnlyFile;
 
@@ -212,7 +266,7 @@ export class Ledger {
   #broken: AppendOutcome | undefined;
   #sealed = false;
   /** Rows queued for the next append, in seq order: the last of them has seq `#seq`. */
-  #queue: (LedgerCall | QueuedIntent)[] = [];
+  #queue: (LedgerCall | QueuedIntent | QueuedSignal)[] = [];
   /** The next append, of the rows queued in this turn: every call among them waits on it. */
   #batch: Promise<AppendOutcome> | undefined;
   /** The anchor row, once the heads of the other files are read; started by the first row. */
@@ -269,8 +323,41 @@ export class Ledger {
     return { seq, written: this.#schedule() };
   }
 
+  /**
+   * Queues a row for each signal a running call met. The promise resolves once they are written with one append (or
+   * could not be); the signals are checked by the caller (signalProblem).
+   */
+  signals(entries: readonly LedgerSignal[]): Promise<AppendOutcome> {
+    if (this.#broken) return Promise.resolve(this.#broken);
+    if (entries.length === 0) return Promise.resolve(WRITTEN);
+    for (const entry of entries) {
+      this.#next();
+      this.#queue.push(new QueuedSignal(entry));
+    }
+    return this.#schedule();
+  }
+
   /** A queued row's line: its text is made here, once, with its `prev` and the batch's time. */
-  #line(row: LedgerCall | QueuedIntent, seq: number, time: string): string {
+  #line(row: LedgerCall | QueuedIntent | QueuedSignal, seq: number, time: string): string {
+    if (row instanceof QueuedSignal) {
+      // Rare and never on a trivial call's path: the canonical form is made the plain way.
+      const { tool, job, intent, source, where, rule, spanHash } = row.entry;
+      return canonicalJson({
+        intent,
+        job,
+        kind: "signal",
+        pid: this.#pid,
+        prev: this.#prev,
+        rule,
+        seq,
+        source,
+        spanHash,
+        time,
+        tool,
+        v: LEDGER_VERSION,
+        where,
+      });
+    }
     if (row instanceof QueuedIntent) {
       const who = this.#who(row.entry);
       return `{"argsHash":"${row.entry.argsHash}","kind":"intent${who.pluginPrev}${this.#prev}${who.principal}${who.riskSeq}${seq},"time":"${time}${who.toolEnd}`;

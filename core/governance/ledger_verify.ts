@@ -127,7 +127,7 @@ function scanFile(
     if (!schema) {
       return bad(
         version === 2 || version === 3
-          ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent or seal)`
+          ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent, seal or signal)`
           : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1, 2 and 3)`,
       );
     }
@@ -161,6 +161,10 @@ function scanFile(
       if (row.kind === "intent") file.intents.set(row.seq, { line: i + 1, row });
       if (row.kind === "call" && row.intent !== null) {
         if (!file.intents.delete(row.intent)) return bad(`the call names intent ${row.intent}, not an open intent`);
+      }
+      // A signal is met while its call runs: between the call's intent and its call row.
+      if (row.kind === "signal" && row.intent !== null && !file.intents.has(row.intent)) {
+        return bad(`the signal names intent ${row.intent}, not an open intent`);
       }
     }
     file.pid ??= row.pid;

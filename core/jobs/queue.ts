@@ -25,8 +25,8 @@ export const DEFAULT_JOB_LIMITS: JobLimits = Object.freeze({
   retentionMs: 3_600_000,
 });
 
-/** Runs a job: its result (an MCP CallToolResult) or a throw; it stops when `signal` aborts. */
-export type JobRun = (signal: AbortSignal) => Promise<Record<string, unknown>>;
+/** Runs job `id`: its result (an MCP CallToolResult) or a throw; it stops when `signal` aborts. */
+export type JobRun = (signal: AbortSignal, id: string) => Promise<Record<string, unknown>>;
 
 /** What a job's id answers. */
 export type JobLookup =
@@ -216,7 +216,7 @@ export class JobQueue {
       this.#running.set(record.id, controller);
       this.#update(record.id, { state: "running", startedAt: new Date(this.#now()).toISOString() });
       // A run that throws at once fails its job like one that rejects.
-      void Promise.resolve().then(() => run(controller.signal)).then(
+      void Promise.resolve().then(() => run(controller.signal, record.id)).then(
         (result) => this.#finish(record.id, controller, result.isError === true ? "failed" : "done", result, null),
         (error: unknown) =>
           this.#finish(record.id, controller, "failed", null, (error as Error)?.message ?? String(error)),

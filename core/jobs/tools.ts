@@ -56,7 +56,8 @@ export class JobHost {
       name,
       args,
       // A governed call never rejects: its result, error or not, is the job's.
-      (signal) => governedCall(entry, args, { ...options, signal }) as unknown as Promise<Record<string, unknown>>,
+      (signal, job) =>
+        governedCall(entry, args, { ...options, signal, job }) as unknown as Promise<Record<string, unknown>>,
     );
   }
 
@@ -220,7 +221,7 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
         v.description(`The id ${name}_start returned.`),
       ),
     }),
-    handler: ({ jobId }) => {
+    handler: ({ jobId }, ctx) => {
       const found = jobs.lookup(jobId);
       if (found.kind === "expired") {
         throw new WardenError(
@@ -237,6 +238,12 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
           "not_found",
           problem(`No job ${jobId}`, "neither this server nor an earlier one whose jobs it keeps issued it"),
         );
+      }
+      // The words the job's own result carries beside its data (its notes) reach the model here too, as blocks of
+      // their own after this answer's JSON.
+      const content = (found.job.result as { content?: unknown } | null)?.content;
+      if (Array.isArray(content)) {
+        for (const part of content.slice(1)) if (typeof part?.text === "string") ctx.note(part.text);
       }
       return found.job;
     },

@@ -51,7 +51,8 @@ export function filesFor(check: ProgramCheck, scope: ChangeScope): string[] {
 
 /**
  * Runs one program check over the scope: once on the project, or once per batch of the changed files it reads
- * (each passed as `./<path>`, so that a file named `-x.ts` is never read as an option).
+ * (each passed as `./<path>`, so that a file named `-x.ts` is never read as an option). `seen` gets what each run
+ * printed (the run's detector scans it: tools/lib/checks/signals.ts).
  */
 export async function runProgramCheck(
   check: ProgramCheck,
@@ -59,6 +60,7 @@ export async function runProgramCheck(
   ctx: GateContext,
   toRoot: PathMapper,
   hidePath: (text: string) => string,
+  seen?: (stdout: string, stderr: string) => void,
 ): Promise<ProgramRun> {
   const batches: string[][] = [];
   if (check.passFilenames) {
@@ -86,6 +88,7 @@ export async function runProgramCheck(
     } catch (error) {
       return { kind: "error", reason: `it could not be started: ${hidePath(messageOf(error))}`, exitCode: null };
     }
+    seen?.(result.stdout, result.stderr);
     const said = hidePath(result.stderr.trim().split("\n")[0] ?? "").slice(0, 300);
     if (result.timedOut) {
       return {

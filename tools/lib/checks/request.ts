@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import { REF_PATTERN } from "../git.ts";
 import { CheckOutcomeSchema, FindingSchema, SEVERITIES } from "./types.ts";
+import { SIGNAL_OUTPUT } from "./signal_fields.ts";
 
 /** The bundled check groups. */
 export const GROUPS = ["default", "typescript", "lint", "hygiene"] as const;
@@ -90,6 +91,7 @@ export const RUN_OUTPUT = {
   group: v.string(),
   failOn: v.string(),
   minSeverity: v.string(),
+  ...SIGNAL_OUTPUT,
   durationMs: v.number(),
 };
 const RunResultSchema = v.object(RUN_OUTPUT);

@@ -11,6 +11,7 @@ import type { RunRequest, RunResult } from "./request.ts";
 import { pathMapper, runProgramCheck } from "./program.ts";
 import { baseReader, changeScope } from "./scope.ts";
 import { hygieneChecks } from "./hygiene/mod.ts";
+import { type CheckLog, scanRun } from "./signals.ts";
 import {
   atLeast,
   type BuiltinCheck,
@@ -104,6 +105,8 @@ export async function runChecks(
   const coverageReasons: string[] = [];
   /** Why the run cannot be trusted: each check that applies and gave no verdict. */
   const untrusted: string[] = [];
+  /** What the program checks printed, for the detector. */
+  const logs: CheckLog[] = [];
   for (const [index, planned] of plan.entries()) {
     if (signal.aborted) throw new WardenError("cancelled", problem("run_checks cancelled", "the call was aborted"));
     const name = "check" in planned ? planned.check.name : planned.name;
@@ -143,12 +146,15 @@ export async function runChecks(
         true,
       );
     } else if (planned.kind === "program") {
+      const log: CheckLog = { check: name, stdout: [], stderr: [] };
+      logs.push(log);
       const run = await runProgramCheck(
         planned.check,
         scope,
         ctx,
         pathMapper(scoped.rootPath, planned.check.cwd),
         hidePath,
+        (stdout, stderr) => (log.stdout.push(stdout), log.stderr.push(stderr)),
       );
       if (run.kind === "ran") {
         outcome(run.findings.some((f) => trips(f.severity)) ? "failed" : "passed", null, run.findings, run.exitCode);
@@ -195,6 +201,8 @@ export async function runChecks(
   const gate = untrusted.length > 0 ? "ERROR" : tripping.length > 0 ? "FAIL" : "PASS";
   const shown = findings.filter((f) => atLeast(f.severity, minSeverity)).sort(bySeverity);
   const count = (status: CheckOutcome["status"]) => checks.filter((c) => c.status === status).length;
+  // After the gate is decided: what the detector finds changes nothing above.
+  const content = await scanRun(ctx, request, shown, logs);
   return {
     gate,
     summary: summarise(gate, {
@@ -225,6 +233,7 @@ export async function runChecks(
     group,
     failOn,
     minSeverity,
+    ...content,
     durationMs: Math.round(performance.now() - started),
   };
 }
