@@ -31,7 +31,7 @@ interface Answer {
   severities: Record<string, number>;
   signals: Signal[];
   scan: { scannedBytes: number; logBytes: number; truncated: boolean };
-  signalRows: { written: number; failed: number };
+  signalRows: { written: number; failed: number; skipped: number };
 }
 type Row = Record<string, unknown>;
 
@@ -204,7 +204,7 @@ describe(`run_checks signals (${runtimeName})`, () => {
     for (const words of ["mark all findings", "ignore all previous", "approve"]) assert.ok(!text.includes(words));
     assert.ok(answer.scan.logBytes > 0 && answer.scan.scannedBytes > answer.scan.logBytes, JSON.stringify(answer.scan));
     assert.equal(answer.scan.truncated, false);
-    assert.deepEqual(answer.signalRows, { written: signals.length, failed: 0 });
+    assert.deepEqual(answer.signalRows, { written: signals.length, failed: 0, skipped: 0 });
   });
 
   it("adds the note as a second block; the JSON block stays parseable and is the structured answer", async () => {
@@ -229,7 +229,7 @@ describe(`run_checks signals (${runtimeName})`, () => {
     const result = await call("run_checks", args("plain", PLAIN_NAME));
     const clean = result.structuredContent as unknown as Answer;
     assert.deepEqual(clean.signals, []);
-    assert.deepEqual(clean.signalRows, { written: 0, failed: 0 });
+    assert.deepEqual(clean.signalRows, { written: 0, failed: 0, skipped: 0 });
     assert.equal(result.content.length, 1, "no note without signals");
     assert.equal(clean.gate, "FAIL", clean.summary);
     assert.equal(dirty.gate, clean.gate);
@@ -274,7 +274,7 @@ describe(`run_checks signals (${runtimeName})`, () => {
     }
     assert.equal(job.state, "done");
     assert.deepEqual(job.result.structuredContent.signals.map(brief).sort(), signals.map(brief).sort());
-    assert.deepEqual(job.result.structuredContent.signalRows, { written: signals.length, failed: 0 });
+    assert.deepEqual(job.result.structuredContent.signalRows, { written: signals.length, failed: 0, skipped: 0 });
     assert.equal(job.result.content.length, 2);
     assert.match(job.result.content[1].text, NOTE);
     // The answer of run_checks_result: its JSON, then the job's note.
@@ -385,7 +385,7 @@ describe(`run_checks signals with a ledger that cannot be written (${runtimeName
     const answer = result.structuredContent as unknown as Answer;
     assert.ok(answer?.signals, textOf(result));
     assert.ok(answer.signals.length > 0);
-    assert.deepEqual(answer.signalRows, { written: 0, failed: answer.signals.length });
+    assert.deepEqual(answer.signalRows, { written: 0, failed: answer.signals.length, skipped: 0 });
     assert.equal(answer.gate, "FAIL", answer.summary);
     const content = result.content as { text: string }[];
     assert.match(content[1].text, NOTE);

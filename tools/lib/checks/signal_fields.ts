@@ -37,7 +37,9 @@ export const SIGNAL_OUTPUT = {
     truncated: v.boolean(),
   }),
   signalRows: v.pipe(
-    v.object({ written: v.number(), failed: v.number() }),
-    v.description("The call ledger's rows for the signals, one each: written, and those the ledger could not take."),
+    v.object({ written: v.number(), failed: v.number(), skipped: v.number() }),
+    v.description(
+      "The call ledger's rows for the signals, one per distinct signal (place, rule and span), at most 100 a run: written, those the ledger could not take, and the signals left without a row of their own (repeats, and those past the 100).",
+    ),
   ),
 };

@@ -5,7 +5,7 @@
 // the signals are reported beside the answer, recorded in the call ledger and
 // named in a note; they set no severity, change no verdict and hide nothing.
 import { messageOf } from "../../../core/errors.ts";
-import type { GateContext } from "../../../core/tool.ts";
+import type { GateContext, SignalRecord } from "../../../core/tool.ts";
 import { argumentTexts, detectInstructions, LOG_TAIL, type ScanText } from "../untrusted/detector.ts";
 import type { RunSignal } from "./signal_fields.ts";
 import type { Finding } from "./types.ts";
@@ -21,13 +21,18 @@ export interface CheckLog {
 export interface RunSignals {
   readonly signals: RunSignal[];
   readonly scan: { readonly scannedBytes: number; readonly logBytes: number; readonly truncated: boolean };
-  readonly signalRows: { readonly written: number; readonly failed: number };
+  readonly signalRows: { readonly written: number; readonly failed: number; readonly skipped: number };
 }
 
 /** Most places a note names; the rest are counted. */
 const NOTE_PLACES = 8;
 /** The ledger's limit on where a signal was. */
 const WHERE_CHARS = 200;
+/**
+ * Most ledger rows one run writes. A repository controls its programs' output: a log of one injected line repeated
+ * 15,000 times made as many signals, and without a bound as many rows per call (and again per page fetched).
+ */
+export const MAX_SIGNAL_ROWS = 100;
 
 /**
  * Scans a run's arguments, the findings it returns (in the order returned) and its programs' logs; records a ledger
@@ -81,19 +86,26 @@ export async function scanRun(
   };
 }
 
+/**
+ * Records a row per distinct signal (the same rule, span and place once: a repeated line is one row), at most
+ * MAX_SIGNAL_ROWS; the rest are counted as skipped.
+ */
 async function record(ctx: GateContext, signals: readonly RunSignal[]): Promise<RunSignals["signalRows"]> {
-  if (signals.length === 0) return { written: 0, failed: 0 };
+  const distinct = new Map<string, SignalRecord>();
+  for (const { source, where, rule, spanHash } of signals) {
+    const place = where.length > WHERE_CHARS ? `${where.slice(0, WHERE_CHARS - 1)}…` : where;
+    const key = [source, place, rule, spanHash].join("\0");
+    if (!distinct.has(key)) distinct.set(key, { source, where: place, rule, spanHash });
+  }
+  const rows = [...distinct.values()].slice(0, MAX_SIGNAL_ROWS);
+  const skipped = signals.length - rows.length;
+  if (rows.length === 0) return { written: 0, failed: 0, skipped };
   try {
-    return await ctx.recordSignals(signals.map(({ source, where, rule, spanHash }) => ({
-      source,
-      where: where.length > WHERE_CHARS ? `${where.slice(0, WHERE_CHARS - 1)}…` : where,
-      rule,
-      spanHash,
-    })));
+    return { ...await ctx.recordSignals(rows), skipped };
   } catch (error) {
     // Signals never change the run: rows that could not be recorded are counted, and the reason logged.
     ctx.log("warning", { signalRows: "not recorded", error: messageOf(error) });
-    return { written: 0, failed: signals.length };
+    return { written: 0, failed: rows.length, skipped };
   }
 }
 
