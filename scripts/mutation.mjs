@@ -50,7 +50,7 @@ export const MODULES = {
   sshsig: { file: "core/plugins/trust/sshsig.ts", suites: ["sshsig", "pins", "plugins"] },
   ledger: { file: "core/governance/ledger.ts", ...LEDGER_GUARDS },
   ledger_verify: { file: "core/governance/ledger_verify.ts", ...LEDGER_GUARDS },
-  roots: { file: "core/doors/roots.ts", suites: ["roots"] },
+  roots: { file: "core/doors/roots.ts", suites: ["roots", "special_files"] },
 };
 
 function fail(message) {
