@@ -19,6 +19,7 @@ import { defineTool, TOOL_NAME_PATTERN } from "../tool.ts";
 import { JOB_ID, type JobLimits, type JobLookup, type JobQueue, type JobView } from "./queue.ts";
 import { JOB_STATES } from "./store.ts";
 import { errorResult } from "../call/result.ts";
+import { listResources, readResource, RESOURCE_TEMPLATES, type ResourceBody, type ResourceEntry } from "./resources.ts";
 
 /** What a job's run needs of the host: the server's call options, with the job's own time limit. */
 export interface JobRunOptions extends Omit<CallOptions, "signal" | "sendProgress" | "sendLog"> {
@@ -55,13 +56,35 @@ export class JobHost {
     return await queue.start(
       name,
       args,
-      // A governed call never rejects: its result, error or not, is the job's.
-      (signal) => governedCall(entry, args, { ...options, signal }) as unknown as Promise<Record<string, unknown>>,
+      // A governed call never rejects: its result, error or not, is the job's. Its programs' output goes to the
+      // job's report (ctx.spawn's `log`), the one door to it, which only a job's run is given.
+      (signal, report) =>
+        governedCall(entry, args, { ...options, signal, report }) as unknown as Promise<Record<string, unknown>>,
     );
   }
 
   lookup(id: string): JobLookup {
     return this.#ready().queue.lookup(id);
+  }
+
+  /** The report files of every job this server answers for, as MCP resources. */
+  async resources(): Promise<ResourceEntry[]> {
+    const { queue } = this.#ready();
+    return queue.reports ? await listResources(queue.reports, queue.ids()) : [];
+  }
+
+  /** The URI templates of report files. */
+  resourceTemplates(): readonly Record<string, string>[] {
+    return RESOURCE_TEMPLATES;
+  }
+
+  /** One report file, fenced; a WardenError for a URI that names none (not_found for a job or file that is not there). */
+  async readResource(uri: unknown): Promise<ResourceBody> {
+    const { queue } = this.#ready();
+    if (!queue.reports) {
+      throw new WardenError("not_found", problem("No job reports", "this server keeps no report directories"));
+    }
+    return await readResource(queue.reports, (id) => queue.lookup(id), uri);
   }
 
   // The same jobs as MCP tasks (2025-11-25): a task-augmented tools/call of a job tool starts one, and
