@@ -156,6 +156,10 @@ describe(`job reports (${runtimeName})`, () => {
         assert.deepEqual([body.uri, body.mimeType], [uriOf(jobId, file), "text/plain"]);
         assert.equal(unfenced(body.text), readFileSync(path.join(reportDir(jobId), file), "utf8"));
       }
+      await assert.rejects(
+        session.client.listResources({ cursor: "page-2" }),
+        /Invalid cursor "page-2": the resource list has one page; omit the cursor/,
+      );
       const { resourceTemplates } = await session.client.listResourceTemplates();
       assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate), [
         "warden://jobs/{jobId}/result.json",
@@ -322,6 +326,38 @@ describe(`ctx.spawn's log door (${runtimeName})`, () => {
     assert.match(log, /^\$ sh -c 'echo out; echo err >&2; pwd'\n/);
     for (const line of ["out", "err", "."]) assert.ok(log.split("\n").includes(line), log);
     assert.match(log, /\n\[warden: exit code 0 after \d+ ms\]\n$/);
+  });
+
+  it("writes the output while the program runs, not once it has ended", async () => {
+    const reports = new FileJobReports(path.join(work.dir, "jobs"));
+    const id = "job_" + "34".repeat(16);
+    const controller = new AbortController();
+    const ctx = createContext("gate", {
+      signal: () => controller.signal,
+      fs,
+      host: {} as HostFacts, // ctx.spawn reads nothing of it
+      tool: { name: "probe", risk: "gate", capabilities: { spawn: ["sh"], writeRoots: [], netHosts: [] } },
+      deadline: Date.now() + 60_000,
+      spawner,
+      report: await reports.open(id),
+    });
+    const file = path.join(work.dir, "jobs/reports", id, "logs/slow.log");
+    let ended = false;
+    const running = ctx.spawn(["sh", "-c", "echo first; sleep 30; echo never"], { log: "slow" }).finally(() => {
+      ended = true;
+    });
+    assert.ok(
+      await eventually(() => existsSync(file) && readFileSync(file, "utf8").includes("first\n"), 20_000),
+      "the first line is in the log while the program still runs",
+    );
+    assert.equal(ended, false);
+    controller.abort();
+    const result = await running;
+    assert.equal(result.exitCode, null);
+    assert.match(
+      readFileSync(file, "utf8"),
+      /^\$ sh -c 'echo first; sleep 30; echo never'\nfirst\n\n\[warden: killed by SIGKILL after \d+ ms\]\n$/,
+    );
   });
 
   it("outside a job writes nothing, and refuses a log name that is empty, too long or has control characters", async () => {

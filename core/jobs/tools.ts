@@ -215,7 +215,7 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
     name: `${name}_start`,
     title: `${tool.title}: start a job`,
     description:
-      `Starts ${name} as a job and answers at once with its id, state and queue position. It takes ${name}'s arguments and checks them now, exactly as ${name} does, so a refused request is an error here, never a job that fails later. Ask ${name}_result for its state and, once done, its result. A job survives a restart of the server: one that was unfinished is then reported as interrupted, never run again.`,
+      `Starts ${name} as a job and answers at once with its id, state and queue position. It takes ${name}'s arguments and checks them now, exactly as ${name} does, so a refused request is an error here, never a job that fails later. Ask ${name}_result for its state and, once done, its result. A job survives a restart of the server: one that was unfinished is then reported as interrupted, never run again. Its report (its result and the logs of the programs it ran) is served as MCP resources, warden://jobs/<jobId>/result.json and warden://jobs/<jobId>/logs/<name>.log (resources/list names them).`,
     risk: tool.risk,
     input: tool.input,
     output: StartOutput,

@@ -362,10 +362,14 @@ export async function serve(options: ServeOptions): Promise<void> {
           try {
             return { contents: [await jobs.readResource(params?.uri)] };
           } catch (error) {
-            // MCP's code for a resource that is not there; anything else is a URI that names none.
-            if (error instanceof WardenError && error.code !== "not_found") throw invalidParams(error.message);
-            if (error instanceof WardenError) throw new McpError(RESOURCE_NOT_FOUND, error.message);
-            throw error;
+            if (!(error instanceof WardenError)) throw error;
+            // A URI that names no report file is the request's fault; one that is not there has MCP's own code; a
+            // report that cannot be read is the server's.
+            if (error.code === "invalid_arguments" || error.code === "path_refused") throw invalidParams(error.message);
+            throw new McpError(
+              error.code === "not_found" ? RESOURCE_NOT_FOUND : ErrorCode.InternalError,
+              error.message,
+            );
           }
         }
         if (params?.cursor !== undefined) {
