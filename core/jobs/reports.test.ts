@@ -227,6 +227,60 @@ describe("job report directories", () => {
     assert.deepEqual(queue.lookup(first.jobId).kind, "expired");
   });
 
+  it("writes result.json for a job cancelled or stopped, and prunes an earlier process's report with its job", async () => {
+    const jobs = path.join(work, "ended");
+    const reports = new FileJobReports(jobs);
+    const store = new MemoryStore();
+    const old = "2026-12-01T00:00:00.000Z";
+    const earlier = "job_" + "0e".repeat(16);
+    await reports.open(earlier);
+    store.restored = new Map<string, RestoredJob>([[earlier, {
+      record: {
+        id: earlier,
+        tool: "fixture",
+        request: {},
+        state: "done",
+        createdAt: old,
+        startedAt: old,
+        finishedAt: old,
+        result: null,
+        reason: null,
+      },
+      pid: 4_000_000,
+      updatedAt: old,
+      heldBy: null,
+    }]]);
+    let now = Date.parse(old) + 1000;
+    const queue = new JobQueue(
+      store,
+      { concurrency: 1, queue: 8, retained: 50, retentionMs: 60_000 },
+      () => now,
+      reports,
+    );
+    await queue.restore();
+    const result = (id: string) => JSON.parse(readFileSync(path.join(jobs, "reports", id, "result.json"), "utf8"));
+    const never = () => new Promise<Record<string, unknown>>(() => {});
+    const running = await queue.start("fixture", {}, never);
+    const queued = await queue.start("fixture", {}, never);
+    assert.ok(queue.cancel(queued.jobId));
+    await eventually(() => existsSync(path.join(jobs, "reports", queued.jobId, "result.json")));
+    assert.deepEqual([result(queued.jobId).state, result(queued.jobId).reason], [
+      "cancelled",
+      "cancelled by the client",
+    ]);
+    assert.ok(existsSync(path.join(jobs, "reports", earlier)), "within retention, the earlier job's report stays");
+    // Past retention, the next start prunes the earlier process's job, and its report with it.
+    now += 120_000;
+    await queue.start("fixture", {}, never);
+    await eventually(() => !existsSync(path.join(jobs, "reports", earlier)));
+    assert.equal(queue.lookup(earlier).kind, "expired");
+    await queue.stop("the server stopped");
+    assert.deepEqual([result(running.jobId).state, result(running.jobId).reason], [
+      "interrupted",
+      "the server stopped",
+    ]);
+  });
+
   it("writes the result.json an exited process left unwritten, saying its job was interrupted", async () => {
     const jobs = path.join(work, "interrupted");
     const reports = new FileJobReports(jobs);
