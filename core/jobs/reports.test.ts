@@ -142,6 +142,7 @@ describe("job report directories", () => {
     writeFileSync(path.join(elsewhere, "result.json"), "{}");
     writeFileSync(path.join(elsewhere, "logs/a.log"), "x");
     symlinkSync(elsewhere, path.join(jobs, "reports", other));
+    assert.deepEqual(await reports.files(other), [], "nothing is listed through a linked report directory");
     await assert.rejects(reports.read(other, "result.json"), {
       message: `Report file result.json of job ${other} refused: ${
         path.join(jobs, "reports", other)

@@ -131,7 +131,8 @@ export class FileJobReports implements JobReports {
     const dir = this.dirOf(id);
     const found: ReportFile[] = [];
     const fs = platform().fs;
-    // Only regular files, looked at without following links: a symlink planted here names nothing.
+    // Only regular files in real directories, looked at without following links: a symlink planted here names nothing.
+    if (!fs.lstatSync(this.#dir)?.isDirectory || !fs.lstatSync(dir)?.isDirectory) return found;
     const result = fs.lstatSync(path.join(dir, RESULT_FILE));
     if (result?.isFile) found.push({ file: RESULT_FILE, size: result.size });
     if (!fs.lstatSync(path.join(dir, "logs"))?.isDirectory) return found;
