@@ -106,16 +106,19 @@ export class JobQueue {
   }
 
   /**
-   * Reads the jobs of earlier processes: call once, at start. Expired ones' reports go with them; one its process left
-   * unfinished when it exited gets the result.json it never wrote, saying it was interrupted.
+   * Reads the jobs of earlier processes: call once, at start. Expired ones' reports go with them, as do reports no
+   * store knows older than retention; one its process left unfinished when it exited gets the result.json it never
+   * wrote, saying it was interrupted.
    */
   async restore(): Promise<void> {
-    const { jobs, expired } = await this.#store.restore(this.#now() - this.#limits.retentionMs);
+    const before = this.#now() - this.#limits.retentionMs;
+    const { jobs, expired } = await this.#store.restore(before);
     this.#restored = jobs;
     for (const id of expired) this.#forget(id);
     const reports = this.#reports;
     if (!reports) return;
     await Promise.all(expired.map((id) => reports.remove(id)));
+    await reports.sweep(new Set([...jobs.keys(), ...this.#jobs.keys()]), before);
     const interrupted = [...jobs.values()].filter(({ record, heldBy }) =>
       heldBy === null && (record.state === "queued" || record.state === "running")
     );

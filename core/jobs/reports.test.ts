@@ -7,6 +7,7 @@ import {
   readFileSync,
   rmSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -320,6 +321,36 @@ describe("job report directories", () => {
     });
     assert.ok(!existsSync(path.join(jobs, "reports", ids[2], "result.json")), "a live process's job is its own");
     assert.ok(!existsSync(path.join(jobs, "reports", "job_" + "05".repeat(16))), "no directory is made for one");
+  });
+
+  it("removes, at start, an old report no store knows, and keeps a fresh one and the ones a store knows", async () => {
+    const jobs = path.join(work, "orphans");
+    const reports = new FileJobReports(jobs);
+    const [orphan, fresh, known] = ["0a", "0b", "0c"].map((n) => "job_" + n.repeat(16));
+    for (const id of [orphan, fresh, known]) await reports.open(id);
+    const hoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    for (const id of [orphan, known]) utimesSync(path.join(jobs, "reports", id), hoursAgo, hoursAgo);
+    mkdirSync(path.join(jobs, "reports", "not-a-job"));
+    utimesSync(path.join(jobs, "reports", "not-a-job"), hoursAgo, hoursAgo);
+    const store = new MemoryStore();
+    store.restored = new Map<string, RestoredJob>([[known, {
+      record: {
+        id: known,
+        tool: "fixture",
+        request: {},
+        state: "running",
+        createdAt: hoursAgo.toISOString(),
+        startedAt: null,
+        finishedAt: null,
+        result: null,
+        reason: null,
+      },
+      pid: 4_000_002,
+      updatedAt: new Date().toISOString(),
+      heldBy: 4_000_002,
+    }]]);
+    await new JobQueue(store, undefined, undefined, reports).restore();
+    assert.deepEqual(readdirSync(path.join(jobs, "reports")).sort(), [fresh, known, "not-a-job"].sort());
   });
 
   it("removes the reports of jobs whose store expired at start", async () => {

@@ -22,6 +22,8 @@ const MAX_RESULT_BYTES = 64 * 1024 * 1024;
 /** The file names of logs: what `logFileName` makes of a check's name. */
 export const LOG_FILE = /^[a-z0-9][a-z0-9._-]{0,126}\.log$/;
 export const RESULT_FILE = "result.json";
+/** A report directory's name: its job's id. */
+const JOB_DIR = /^job_[0-9a-f]{32}$/;
 
 /** A file of a report, as the resources list names it. */
 export interface ReportFile {
@@ -48,6 +50,11 @@ export interface JobReports {
   files(id: string): Promise<ReportFile[]>;
   /** The bytes of `file` (as `files` names it) of job `id`'s report; a WardenError for anything else. */
   read(id: string, file: string): Promise<Uint8Array>;
+  /**
+   * Removes the directories of jobs no store knows (`known` are the ones that do) last changed before `before` (ms since
+   * the epoch): a process killed between making a job's directory and recording the job leaves one.
+   */
+  sweep(known: ReadonlySet<string>, before: number): Promise<void>;
 }
 
 /** `typescript/tsc:packages/web` → `typescript-tsc-packages-web.log`: a plain file name, whatever the check's name. */
@@ -117,6 +124,21 @@ export class FileJobReports implements JobReports {
         log("warn", "job_report_left", { job: id, error: messageOf(error) });
       }
     });
+  }
+
+  async sweep(known: ReadonlySet<string>, before: number): Promise<void> {
+    let entries;
+    try {
+      entries = await platform().fs.readDir(this.#dir);
+    } catch {
+      return; // No reports yet.
+    }
+    for (const entry of entries) {
+      if (entry.kind !== "directory" || !JOB_DIR.test(entry.name) || known.has(entry.name)) continue;
+      // A fresh one may be another process's start, between its directory and its record.
+      const changed = platform().fs.lstatSync(this.dirOf(entry.name))?.mtimeMs ?? Infinity;
+      if (changed < before) await this.remove(entry.name);
+    }
   }
 
   #inTurn(id: string, work: () => Promise<void>): Promise<void> {
