@@ -2,9 +2,10 @@
 // door a tool has to files, processes and the network; each class gets the
 // capabilities core/capabilities.ts gives it and no others.
 import { type Capability, classesWords, holds, ruleOf } from "./capabilities.ts";
-import { problem, WardenError } from "./errors.ts";
+import { problem, received, WardenError } from "./errors.ts";
 import type { RootFs } from "./doors/roots.ts";
-import type { Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import type { OutputLog, Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import type { JobReport } from "./jobs/reports.ts";
 import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./doors/egress.ts";
 import type {
   ClientLogLevel,
@@ -37,6 +38,8 @@ export interface ContextParts {
   readonly spawner?: Spawner;
   /** Writes the call's signal rows to the ledger (core/governance/governed_call.ts); absent where there is none. */
   readonly recordSignals?: (signals: readonly SignalRecord[]) => Promise<RecordedSignals>;
+  /** A job's run only: its report, whose logs take what programs print (ctx.spawn's `log`). */
+  readonly report?: JobReport;
 }
 
 /** A tool's file door: read, and write checked against its class and its declared roots. */
@@ -177,11 +180,25 @@ class CallContext implements GateContext, ExternalContext {
   }
 
   spawn(argv: readonly string[], options: SpawnRequest = {}): Promise<SpawnResult> {
-    const { tool, spawner } = this.#parts;
+    const { tool, spawner, report } = this.#parts;
     if (!holds(tool.risk, "spawn")) return Promise.reject(denied("spawn", tool));
     if (!spawner) {
       return Promise.reject(new WardenError("capability_denied", `ctx.spawn is not available in this host`));
     }
+    const name = options.log;
+    if (name !== undefined && (typeof name !== "string" || !/^\P{Cc}{1,200}$/u.test(name))) {
+      return Promise.reject(
+        new WardenError(
+          "capability_denied",
+          problem(
+            `Invalid log ${received(name)} for tool "${tool.name}"`,
+            "a log is named by 1 to 200 characters without control characters, such as the check's name",
+          ),
+        ),
+      );
+    }
+    // Outside a job there is no report: the program's output is what ctx.spawn returns, and nothing is written.
+    const output: OutputLog | undefined = name === undefined ? undefined : report?.log(name);
     return spawner.spawn(
       `tool "${tool.name}"`,
       tool.capabilities.spawn,
@@ -190,6 +207,7 @@ class CallContext implements GateContext, ExternalContext {
       options,
       this.signal,
       this.#parts.deadline,
+      output,
     );
   }
 }

@@ -306,11 +306,17 @@ async function main(argv: readonly string[]): Promise<number> {
     let jobs: JobQueue | undefined;
     /** The job queue, with the jobs of earlier processes read: after the initialize answer, before any call. */
     const openJobs = async (host: JobHost) => {
-      const [{ FileJobStore }, { JobQueue }] = await Promise.all([
+      const [{ FileJobStore }, { JobQueue }, { FileJobReports }] = await Promise.all([
         import("./jobs/store.ts"),
         import("./jobs/queue.ts"),
+        import("./jobs/reports.ts"),
       ]);
-      const queue = new JobQueue(new FileJobStore(config.jobsDir), config.jobLimits);
+      const queue = new JobQueue(
+        new FileJobStore(config.jobsDir),
+        config.jobLimits,
+        Date.now,
+        new FileJobReports(config.jobsDir),
+      );
       await queue.restore();
       host.attach(
         queue,

@@ -80,6 +80,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       sendLog: options.sendLog,
       spawner: options.spawner,
       recordSignals: options.recordSignals,
+      report: options.report,
       signal,
       tool: about,
       deadline,

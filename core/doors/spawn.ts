@@ -24,6 +24,20 @@ export interface SpawnRequest {
   readonly timeoutMs?: number;
   /** Per stream; default 1 MiB, at most 16 MiB. */
   readonly maxOutputBytes?: number;
+  /**
+   * In a job's run, the log of the job's report that the program's stdout and stderr go to as they come (one file
+   * per name, e.g. a check's name, for the whole job); nothing is written outside a job.
+   */
+  readonly log?: string;
+}
+
+/** Where the core copies a program's output as it comes (a job's log), besides what ctx.spawn returns. */
+export interface OutputLog {
+  /** A program starts: `argv` as the tool gave it, in the root whose host path is `rootPath`. */
+  begin(argv: readonly string[], rootPath: string): void;
+  write(stream: "stdout" | "stderr", chunk: Uint8Array): void;
+  /** It ended, `how` in words. */
+  end(how: string): void;
 }
 
 /** What ctx.spawn returns: the program ran (whatever its exit code). */
@@ -141,6 +155,7 @@ export class Spawner {
     request: SpawnRequest,
     signal: AbortSignal,
     deadline: number,
+    output?: OutputLog,
   ): Promise<SpawnResult> {
     if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
       throw new WardenError(
@@ -190,9 +205,12 @@ export class Spawner {
     await refuseOutsidePaths(who, fs, cwd, args);
     const timeoutMs = Math.max(1, Math.min(request.timeoutMs ?? DEFAULT_TIMEOUT_MS, deadline - Date.now()));
     const maxOutput = Math.max(1, Math.min(request.maxOutputBytes ?? DEFAULT_OUTPUT, MAX_OUTPUT));
+    // The log shows the root's host path as the result does: relative to the root.
+    const rootPath = output ? await realDirectory(fs, root, ".") : "";
     const scratch = await platform().fs.makeTempDir("warden-gate-");
     env.HOME = scratch;
     env.TMPDIR = scratch;
+    output?.begin(argv, rootPath);
     try {
       const { bwrap } = await this.#probe();
       const result = bwrap
@@ -205,10 +223,13 @@ export class Spawner {
           maxOutput,
           request.stdin,
           signal,
+          output,
         )
-        : await this.#run(program, args, env, cwd, timeoutMs, maxOutput, request.stdin, signal);
+        : await this.#run(program, args, env, cwd, timeoutMs, maxOutput, request.stdin, signal, output);
+      output?.end(endedHow(result));
       return await withScratchRemoved(result, scratch);
     } catch (error) {
+      output?.end(`it could not run: ${(error as Error)?.message ?? String(error)}`);
       await platform().fs.removeTree(scratch).catch(() => {});
       throw error;
     }
@@ -223,6 +244,7 @@ export class Spawner {
     maxOutput: number,
     stdin: string | undefined,
     signal?: AbortSignal,
+    output?: OutputLog,
   ): Promise<SpawnResult> {
     const started = performance.now();
     const streams = { stdout: new Capture(maxOutput), stderr: new Capture(maxOutput) };
@@ -231,8 +253,14 @@ export class Spawner {
       env,
       cwd: cwd ?? undefined,
       newProcessGroup: true,
-      onStdout: (chunk) => streams.stdout.add(chunk) || stop(),
-      onStderr: (chunk) => streams.stderr.add(chunk) || stop(),
+      onStdout: (chunk) => {
+        output?.write("stdout", chunk);
+        if (!streams.stdout.add(chunk)) stop();
+      },
+      onStderr: (chunk) => {
+        output?.write("stderr", chunk);
+        if (!streams.stderr.add(chunk)) stop();
+      },
     });
     // A program that floods far past the cap is stopped, not drained forever.
     function stop() {
@@ -350,6 +378,16 @@ function bwrapArgs(cwd: string, scratch: string | null): string[] {
     "--chdir",
     cwd,
   ];
+}
+
+/** How a program ended, for the last line of its log. */
+function endedHow(result: SpawnResult): string {
+  const how = result.timedOut
+    ? "killed at its time limit"
+    : result.exitCode === null
+    ? `killed by ${result.signal ?? "a signal"}`
+    : `exit code ${result.exitCode}`;
+  return `${how} after ${result.durationMs} ms`;
 }
 
 async function withScratchRemoved(result: SpawnResult, scratch: string): Promise<SpawnResult> {

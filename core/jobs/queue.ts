@@ -6,6 +6,7 @@
 // saved to the store, so a restarted server answers for these ids.
 import { problem, WardenError } from "../errors.ts";
 import type { JobRecord, JobState, JobStore, RestoredJob } from "./store.ts";
+import { type JobReport, type JobReports, RESULT_FILE } from "./reports.ts";
 
 export interface JobLimits {
   /** Jobs running at once. */
@@ -25,8 +26,11 @@ export const DEFAULT_JOB_LIMITS: JobLimits = Object.freeze({
   retentionMs: 3_600_000,
 });
 
-/** Runs job `id`: its result (an MCP CallToolResult) or a throw; it stops when `signal` aborts. */
-export type JobRun = (signal: AbortSignal, id: string) => Promise<Record<string, unknown>>;
+/**
+ * Runs job `id`: its result (an MCP CallToolResult) or a throw; it stops when `signal` aborts. `report` is the job's
+ * report, when the queue keeps reports: its logs take the output of the programs the job runs.
+ */
+export type JobRun = (signal: AbortSignal, id: string, report?: JobReport) => Promise<Record<string, unknown>>;
 
 /** What a job's id answers. */
 export type JobLookup =
@@ -71,6 +75,7 @@ export class JobQueue {
   readonly #store: JobStore;
   readonly #limits: JobLimits;
   readonly #now: () => number;
+  readonly #reports: JobReports | undefined;
   /** This process's jobs, oldest first. */
   readonly #jobs = new Map<string, JobRecord>();
   readonly #runs = new Map<string, JobRun>();
@@ -83,17 +88,46 @@ export class JobQueue {
   readonly #waiters = new Map<string, (() => void)[]>();
   #stopped = false;
 
-  constructor(store: JobStore, limits: JobLimits = DEFAULT_JOB_LIMITS, now: () => number = Date.now) {
+  constructor(
+    store: JobStore,
+    limits: JobLimits = DEFAULT_JOB_LIMITS,
+    now: () => number = Date.now,
+    reports?: JobReports,
+  ) {
     this.#store = store;
     this.#limits = limits;
     this.#now = now;
+    this.#reports = reports;
   }
 
-  /** Reads the jobs of earlier processes: call once, at start. */
+  /** Where each job's report is kept, when the queue keeps them. */
+  get reports(): JobReports | undefined {
+    return this.#reports;
+  }
+
+  /**
+   * Reads the jobs of earlier processes: call once, at start. Expired ones' reports go with them, as do reports no
+   * store knows older than retention; one its process left unfinished when it exited gets the result.json it never
+   * wrote, saying it was interrupted.
+   */
   async restore(): Promise<void> {
-    const { jobs, expired } = await this.#store.restore(this.#now() - this.#limits.retentionMs);
+    const before = this.#now() - this.#limits.retentionMs;
+    const { jobs, expired } = await this.#store.restore(before);
     this.#restored = jobs;
     for (const id of expired) this.#forget(id);
+    const reports = this.#reports;
+    if (!reports) return;
+    await Promise.all(expired.map((id) => reports.remove(id)));
+    await reports.sweep(new Set([...jobs.keys(), ...this.#jobs.keys()]), before);
+    const interrupted = [...jobs.values()].filter(({ record, heldBy }) =>
+      heldBy === null && (record.state === "queued" || record.state === "running")
+    );
+    for (const job of interrupted) {
+      const files = await reports.files(job.record.id);
+      if (!files.some((f) => f.file === RESULT_FILE)) {
+        await reports.finish(job.record.id, { ...this.#restoredView(job) });
+      }
+    }
   }
 
   /**
@@ -127,10 +161,17 @@ export class JobQueue {
       reason: null,
     };
     this.#prune();
-    // Recorded before the id is given out: a start the store cannot hold is refused, not lost at a restart.
-    await this.#save([...this.#jobs.values(), record]);
+    // Its report directory and its record are made before the id is given out: a start the store cannot hold is
+    // refused, not lost at a restart.
+    const report = await this.#reports?.open(record.id);
+    try {
+      await this.#save([...this.#jobs.values(), record]);
+    } catch (error) {
+      await this.#reports?.remove(record.id);
+      throw error;
+    }
     this.#jobs.set(record.id, record);
-    this.#runs.set(record.id, run);
+    this.#runs.set(record.id, (signal, id) => run(signal, id, report));
     this.#next();
     return this.#view(this.#jobs.get(record.id)!);
   }
@@ -147,6 +188,11 @@ export class JobQueue {
   /** This process's jobs, oldest first. */
   list(): JobView[] {
     return [...this.#jobs.values()].map((record) => this.#view(record));
+  }
+
+  /** The ids this queue answers for: the earlier processes' jobs, then this process's, oldest first. */
+  ids(): string[] {
+    return [...this.#restored.keys(), ...this.#jobs.keys()];
   }
 
   /** Resolves once this process's job `id` has finished (at once when it has, or is not this process's). */
@@ -171,6 +217,7 @@ export class JobQueue {
       reason: "cancelled by the client",
       finishedAt: new Date(this.#now()).toISOString(),
     });
+    void this.#report(id);
     controller?.abort(new Error("cancelled by the client"));
     this.#next();
     return true;
@@ -183,15 +230,18 @@ export class JobQueue {
   async stop(reason: string): Promise<void> {
     this.#stopped = true;
     const at = new Date(this.#now()).toISOString();
+    const interrupted: string[] = [];
     for (const record of this.#jobs.values()) {
       if (record.state === "queued" || record.state === "running") {
         this.#jobs.set(record.id, { ...record, state: "interrupted", finishedAt: at, reason });
         this.#running.get(record.id)?.abort(new Error(reason));
+        interrupted.push(record.id);
       }
     }
     this.#runs.clear();
     this.#running.clear();
     for (const id of [...this.#waiters.keys()]) this.#wake(id);
+    await Promise.all(interrupted.map((id) => this.#report(id)));
     await this.#save();
   }
 
@@ -224,19 +274,34 @@ export class JobQueue {
     }
   }
 
-  #finish(
+  async #finish(
     id: string,
     controller: AbortController,
     state: JobState,
     result: Record<string, unknown> | null,
     reason: string | null,
-  ): void {
-    // Stopped meanwhile: it is interrupted already.
+  ): Promise<void> {
+    // Stopped or cancelled meanwhile: it is interrupted or cancelled already.
+    if (this.#running.get(id) !== controller) return;
+    const fields = { state, result, reason, finishedAt: new Date(this.#now()).toISOString() };
+    // Its report is written before its state changes: a client told "done" finds result.json whole.
+    await this.#report(id, fields);
     if (this.#running.get(id) !== controller) return;
     this.#running.delete(id);
-    this.#update(id, { state, result, reason, finishedAt: new Date(this.#now()).toISOString() });
+    this.#update(id, fields);
     this.#prune();
     this.#next();
+  }
+
+  /** Writes job `id`'s result.json: the job as it is, or as it will be with `fields`. */
+  async #report(id: string, fields: Partial<JobRecord> = {}): Promise<void> {
+    const record = this.#jobs.get(id);
+    if (!record || !this.#reports) return;
+    try {
+      await this.#reports.finish(id, { ...this.#view({ ...record, ...fields }) });
+    } catch {
+      // The job's answer is in the store: a report that could not be written loses its resource, not the job.
+    }
   }
 
   #wake(id: string): void {
@@ -263,6 +328,7 @@ export class JobQueue {
       if (excess > 0 || Date.parse(job.finishedAt ?? job.createdAt) < before) {
         this.#jobs.delete(job.id);
         this.#forget(job.id);
+        void this.#reports?.remove(job.id);
         excess--;
       }
     }
@@ -270,6 +336,7 @@ export class JobQueue {
       if (restored.heldBy === null && Date.parse(restored.updatedAt) < before) {
         this.#restored.delete(id);
         this.#forget(id);
+        void this.#reports?.remove(id);
       }
     }
   }

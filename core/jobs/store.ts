@@ -38,14 +38,22 @@ export const JobRecordSchema = v.strictObject({
 export type JobRecord = v.InferOutput<typeof JobRecordSchema>;
 
 /** A process's store file; schema/job-store.schema.json is its JSON Schema. */
-export const JobStoreFileSchema = v.strictObject({
-  v: v.literal(JOB_STORE_VERSION),
-  pid: v.pipe(v.number(), v.integer(), v.minValue(1)),
-  startedAt: Time,
-  /** When the file was last written: an interrupted job's last recorded time. */
-  updatedAt: Time,
-  jobs: v.array(JobRecordSchema),
-});
+export const JobStoreFileSchema = v.pipe(
+  v.strictObject({
+    v: v.literal(JOB_STORE_VERSION),
+    pid: v.pipe(v.number(), v.integer(), v.minValue(1)),
+    startedAt: Time,
+    /** When the file was last written: an interrupted job's last recorded time. */
+    updatedAt: Time,
+    jobs: v.array(JobRecordSchema),
+  }),
+  v.description(
+    "One server process's jobs: <jobs dir>/<start time>-<pid>.json, replaced whole after every change. Each job also " +
+      "has a report directory, <jobs dir>/reports/<job id>/ (core/jobs/reports.ts): result.json, the job as " +
+      "<tool>_result answers it once it has finished, and logs/<name>.log, the stdout and stderr of each program " +
+      "check as they came (cut at 1 MiB with a line that says so); it is removed with its job.",
+  ),
+);
 export type JobStoreFile = v.InferOutput<typeof JobStoreFileSchema>;
 
 /** A job of another process, as this one answers for it. */

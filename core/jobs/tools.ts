@@ -19,6 +19,7 @@ import { defineTool, TOOL_NAME_PATTERN } from "../tool.ts";
 import { JOB_ID, type JobLimits, type JobLookup, type JobQueue, type JobView } from "./queue.ts";
 import { JOB_STATES } from "./store.ts";
 import { errorResult } from "../call/result.ts";
+import { listResources, readResource, RESOURCE_TEMPLATES, type ResourceBody, type ResourceEntry } from "./resources.ts";
 
 /** What a job's run needs of the host: the server's call options, with the job's own time limit. */
 export interface JobRunOptions extends Omit<CallOptions, "signal" | "sendProgress" | "sendLog"> {
@@ -55,14 +56,35 @@ export class JobHost {
     return await queue.start(
       name,
       args,
-      // A governed call never rejects: its result, error or not, is the job's.
-      (signal, job) =>
-        governedCall(entry, args, { ...options, signal, job }) as unknown as Promise<Record<string, unknown>>,
+      // A governed call never rejects: its result, error or not, is the job's. Its programs' output goes to the
+      // job's report (ctx.spawn's `log`), the one door to it, which only a job's run is given.
+      (signal, job, report) =>
+        governedCall(entry, args, { ...options, signal, job, report }) as unknown as Promise<Record<string, unknown>>,
     );
   }
 
   lookup(id: string): JobLookup {
     return this.#ready().queue.lookup(id);
+  }
+
+  /** The report files of every job this server answers for, as MCP resources. */
+  async resources(): Promise<ResourceEntry[]> {
+    const { queue } = this.#ready();
+    return queue.reports ? await listResources(queue.reports, queue.ids()) : [];
+  }
+
+  /** The URI templates of report files. */
+  resourceTemplates(): readonly Record<string, string>[] {
+    return RESOURCE_TEMPLATES;
+  }
+
+  /** One report file, fenced; a WardenError for a URI that names none (not_found for a job or file that is not there). */
+  async readResource(uri: unknown): Promise<ResourceBody> {
+    const { queue } = this.#ready();
+    if (!queue.reports) {
+      throw new WardenError("not_found", problem("No job reports", "this server keeps no report directories"));
+    }
+    return await readResource(queue.reports, (id) => queue.lookup(id), uri);
   }
 
   // The same jobs as MCP tasks (2025-11-25): a task-augmented tools/call of a job tool starts one, and
@@ -193,7 +215,7 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
     name: `${name}_start`,
     title: `${tool.title}: start a job`,
     description:
-      `Starts ${name} as a job and answers at once with its id, state and queue position. It takes ${name}'s arguments and checks them now, exactly as ${name} does, so a refused request is an error here, never a job that fails later. Ask ${name}_result for its state and, once done, its result. A job survives a restart of the server: one that was unfinished is then reported as interrupted, never run again.`,
+      `Starts ${name} as a job and answers at once with its id, state and queue position. It takes ${name}'s arguments and checks them now, exactly as ${name} does, so a refused request is an error here, never a job that fails later. Ask ${name}_result for its state and, once done, its result. A job survives a restart of the server: one that was unfinished is then reported as interrupted, never run again. Its report (its result and the logs of the programs it ran) is served as MCP resources, warden://jobs/<jobId>/result.json and warden://jobs/<jobId>/logs/<name>.log (resources/list names them).`,
     risk: tool.risk,
     input: tool.input,
     output: StartOutput,

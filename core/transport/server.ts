@@ -46,6 +46,8 @@ export interface ServeOptions {
 
 type Params = Record<string, unknown> | undefined;
 
+/** MCP's error code for resources/read of a resource that does not exist. */
+const RESOURCE_NOT_FOUND = -32002;
 /** When deferred start-up work starts if no initialize came to be answered first. */
 const DEFERRED_START_MS = 100;
 /** How long calls still running at the end of input get to finish before they are cancelled. */
@@ -211,6 +213,8 @@ export async function serve(options: ServeOptions): Promise<void> {
         logging: {},
         // A tool served as a job may also be called as a task (MCP 2025-11-25), backed by the same job store.
         ...(options.jobs ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+        // The jobs' report directories (their result and their programs' logs), read-only and fenced.
+        ...(options.jobs ? { resources: {} } : {}),
       },
       // Used only to check elicitation replies, which warden never requests;
       // passing one keeps the SDK from building Ajv (and the build drops Ajv).
@@ -341,6 +345,40 @@ export async function serve(options: ServeOptions): Promise<void> {
         const result = await taskCall(() => jobs.taskResult(taskId));
         const meta = (result._meta ?? {}) as Record<string, unknown>;
         return { ...result, _meta: { ...meta, "io.modelcontextprotocol/related-task": { taskId } } };
+      }
+      case "resources/list":
+      case "resources/templates/list":
+      case "resources/read": {
+        startDeferred?.();
+        if (pending) await pending;
+        const jobs = options.jobs;
+        if (!jobs) {
+          throw new McpError(
+            ErrorCode.MethodNotFound,
+            `Method not found: ${request.method} (no tool runs as a job here)`,
+          );
+        }
+        if (request.method === "resources/read") {
+          try {
+            return { contents: [await jobs.readResource(params?.uri)] };
+          } catch (error) {
+            if (!(error instanceof WardenError)) throw error;
+            // A URI that names no report file is the request's fault; one that is not there has MCP's own code; a
+            // report that cannot be read is the server's.
+            if (error.code === "invalid_arguments" || error.code === "path_refused") throw invalidParams(error.message);
+            throw new McpError(
+              error.code === "not_found" ? RESOURCE_NOT_FOUND : ErrorCode.InternalError,
+              error.message,
+            );
+          }
+        }
+        if (params?.cursor !== undefined) {
+          throw invalidParams(
+            `Invalid cursor ${JSON.stringify(params.cursor)}: the resource list has one page; omit the cursor`,
+          );
+        }
+        if (request.method === "resources/templates/list") return { resourceTemplates: jobs.resourceTemplates() };
+        return { resources: await jobs.resources() };
       }
       case "logging/setLevel": {
         const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);

@@ -84,6 +84,8 @@ export async function runProgramCheck(
         cwd: check.cwd,
         timeoutMs: check.timeoutMs,
         maxOutputBytes: MAX_OUTPUT,
+        // In a job, its output also goes to the job's report, one log per check, as it comes.
+        log: check.name,
       });
     } catch (error) {
       return { kind: "error", reason: `it could not be started: ${hidePath(messageOf(error))}`, exitCode: null };
