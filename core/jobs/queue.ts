@@ -4,7 +4,7 @@
 // dropped), and finished jobs are kept `retained` at most and `retentionMs`
 // at longest, oldest first. A running job is never pruned. Every change is
 // saved to the store, so a restarted server answers for these ids.
-import { problem, WardenError } from "../errors.ts";
+import { messageOf, problem, WardenError } from "../errors.ts";
 import type { JobRecord, JobState, JobStore, RestoredJob } from "./store.ts";
 import { type JobReport, type JobReports, RESULT_FILE } from "./reports.ts";
 
@@ -84,6 +84,8 @@ export class JobQueue {
   readonly #expired = new Set<string>();
   /** Saves in order: each waits for the one before, so the file ends as the last change left it. */
   #saving: Promise<void> = Promise.resolve();
+  /** This process's finished jobs whose result.json holds their result: the store keeps them without it. */
+  readonly #resultInReport = new Set<string>();
   /** Who waits for a job of this process to finish, by id. */
   readonly #waiters = new Map<string, (() => void)[]>();
   #stopped = false;
@@ -183,6 +185,32 @@ export class JobQueue {
     const restored = this.#restored.get(id);
     if (restored) return { kind: "job", job: this.#restoredView(restored) };
     return { kind: this.#expired.has(id) ? "expired" : "unknown", id };
+  }
+
+  /**
+   * What `id` answers, with its result: as lookup, but a restored job whose result is kept in its report has it read
+   * from there (a restart reads the records alone: a thousand results would cost it hundreds of ms).
+   */
+  async answer(id: string): Promise<JobLookup> {
+    const found = this.lookup(id);
+    const restored = this.#restored.get(id);
+    if (found.kind !== "job" || !restored?.record.resultInReport) return found;
+    try {
+      if (!this.#reports) throw new Error("this server keeps no report directories");
+      const kept = JSON.parse(new TextDecoder().decode(await this.#reports.read(id, RESULT_FILE)));
+      if (kept?.jobId !== id || typeof kept.result !== "object" || kept.result === null) {
+        throw new Error(`${RESULT_FILE} does not hold this job's result`);
+      }
+      return { kind: "job", job: { ...found.job, result: kept.result } };
+    } catch (error) {
+      return {
+        kind: "job",
+        job: {
+          ...found.job,
+          reason: `its result was kept in its report, which cannot be read now (${messageOf(error).split("\n")[0]})`,
+        },
+      };
+    }
   }
 
   /** This process's jobs, oldest first. */
@@ -298,7 +326,9 @@ export class JobQueue {
     const record = this.#jobs.get(id);
     if (!record || !this.#reports) return;
     try {
-      await this.#reports.finish(id, { ...this.#view({ ...record, ...fields }) });
+      const view = this.#view({ ...record, ...fields });
+      await this.#reports.finish(id, { ...view });
+      if (view.result !== null) this.#resultInReport.add(id);
     } catch {
       // The job's answer is in the store: a report that could not be written loses its resource, not the job.
     }
@@ -342,12 +372,18 @@ export class JobQueue {
   }
 
   #forget(id: string): void {
+    this.#resultInReport.delete(id);
     if (this.#expired.size >= EXPIRED_REMEMBERED) this.#expired.delete(this.#expired.values().next().value!);
     this.#expired.add(id);
   }
 
   #save(jobs: JobRecord[] = [...this.#jobs.values()]): Promise<void> {
-    this.#saving = this.#saving.catch(() => {}).then(() => this.#store.save(jobs));
+    const records = jobs.map((job) =>
+      job.result !== null && this.#resultInReport.has(job.id)
+        ? { ...job, result: null, resultInReport: true as const }
+        : job
+    );
+    this.#saving = this.#saving.catch(() => {}).then(() => this.#store.save(records));
     return this.#saving;
   }
 

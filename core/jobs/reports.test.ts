@@ -16,7 +16,7 @@ import { after, before, describe, it } from "node:test";
 import { initPlatform } from "../platform/mod.ts";
 import { JobQueue } from "./queue.ts";
 import { FileJobReports, logFileName, MAX_LOG_BYTES } from "./reports.ts";
-import type { JobRecord, JobStore, RestoredJob } from "./store.ts";
+import { FileJobStore, type JobRecord, type JobStore, type RestoredJob } from "./store.ts";
 
 const ID = "job_" + "ab".repeat(16);
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -281,6 +281,41 @@ describe("job report directories", () => {
       "interrupted",
       "the server stopped",
     ]);
+  });
+
+  it("keeps a finished job's result in result.json alone: the store holds the record, a restart reads it when asked", async () => {
+    const jobs = path.join(work, "lean");
+    const limits = { concurrency: 1, queue: 8, retained: 50, retentionMs: 60_000 };
+    const first = new JobQueue(new FileJobStore(jobs), limits, Date.now, new FileJobReports(jobs));
+    const answer = { content: [{ type: "text", text: '{"gate":"PASS"}' }], structuredContent: { gate: "PASS" } };
+    const { jobId } = await first.start("fixture", {}, () => Promise.resolve(answer));
+    await first.finished(jobId);
+    await first.stop("the test is done with it"); // its last save written
+    const [storeFile] = readdirSync(jobs).filter((name) => name.endsWith(".json"));
+    const stored = JSON.parse(readFileSync(path.join(jobs, storeFile), "utf8")).jobs[0];
+    assert.deepEqual([stored.state, stored.result, stored.resultInReport], ["done", null, true]);
+    const own = await first.answer(jobId);
+    assert.deepEqual(own.kind === "job" && own.job.result, answer, "this process's own job answers from memory");
+
+    // A restart: the records are read, the result only when a job is asked for.
+    const second = new JobQueue(new FileJobStore(jobs), limits, Date.now, new FileJobReports(jobs));
+    await second.restore();
+    const listed = second.lookup(jobId);
+    assert.deepEqual(listed.kind === "job" && [listed.job.state, listed.job.result], ["done", null]);
+    const asked = await second.answer(jobId);
+    assert.deepEqual(asked.kind === "job" && [asked.job.restored, asked.job.result, asked.job.reason], [
+      true,
+      answer,
+      null,
+    ]);
+
+    rmSync(path.join(jobs, "reports", jobId, "result.json"));
+    const lost = await second.answer(jobId);
+    assert.ok(lost.kind === "job" && lost.job.result === null);
+    assert.match(
+      lost.kind === "job" ? lost.job.reason ?? "" : "",
+      /^its result was kept in its report, which cannot be read now \(.+\)$/,
+    );
   });
 
   it("writes the result.json an exited process left unwritten, saying its job was interrupted", async () => {

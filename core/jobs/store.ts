@@ -30,8 +30,13 @@ export const JobRecordSchema = v.strictObject({
   createdAt: Time,
   startedAt: v.nullable(Time),
   finishedAt: v.nullable(Time),
-  /** The tool's result (an MCP CallToolResult) once done or failed. */
+  /** The tool's result (an MCP CallToolResult) once done or failed; null here when `resultInReport`. */
   result: v.nullable(v.record(v.string(), v.unknown())),
+  /**
+   * Set when the result is kept in the job's report (reports/<id>/result.json) instead of here: a restart then reads
+   * only the records, and a result when it is asked for.
+   */
+  resultInReport: v.optional(v.literal(true)),
   /** Why it failed or was interrupted, in words. */
   reason: v.nullable(v.string()),
 });

@@ -67,6 +67,11 @@ export class JobHost {
     return this.#ready().queue.lookup(id);
   }
 
+  /** As lookup, with the result of a restored job read from its report. */
+  answer(id: string): Promise<JobLookup> {
+    return this.#ready().queue.answer(id);
+  }
+
   /** The report files of every job this server answers for, as MCP resources. */
   async resources(): Promise<ResourceEntry[]> {
     const { queue } = this.#ready();
@@ -109,7 +114,7 @@ export class JobHost {
   /** The task's result once it has finished (waiting for that): the tool's result, or an error result saying why not. */
   async taskResult(id: string): Promise<Record<string, unknown>> {
     await this.#ready().queue.finished(this.#found(id).jobId);
-    const job = this.#found(id);
+    const job = this.#known(id, await this.#ready().queue.answer(id));
     if (job.result) return job.result;
     const code = job.state === "cancelled" || job.state === "interrupted" ? "cancelled" : "tool_failed";
     return errorResult(code, job.reason ?? `the job ended ${job.state}`) as unknown as Record<string, unknown>;
@@ -136,7 +141,10 @@ export class JobHost {
   }
 
   #found(id: string): JobView {
-    const found = this.lookup(id);
+    return this.#known(id, this.lookup(id));
+  }
+
+  #known(id: string, found: JobLookup): JobView {
     if (found.kind === "job") return found.job;
     throw new WardenError(
       "not_found",
@@ -243,8 +251,8 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
         v.description(`The id ${name}_start returned.`),
       ),
     }),
-    handler: ({ jobId }, ctx) => {
-      const found = jobs.lookup(jobId);
+    handler: async ({ jobId }, ctx) => {
+      const found = await jobs.answer(jobId);
       if (found.kind === "expired") {
         throw new WardenError(
           "not_found",

@@ -13,7 +13,7 @@
 //     [--only overhead,hygiene,restore]
 import { execFileSync, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   benchDir,
@@ -134,7 +134,11 @@ function hygieneRepo(count, changed) {
   return dir;
 }
 
-/** A store file of an exited process holding `count` finished run_checks jobs, each with a real result's size. */
+/**
+ * What an exited process leaves of `count` finished run_checks jobs, as warden writes it: its store file (the records,
+ * each result kept in its job's report instead) and each job's report directory with its result.json (a real hygiene
+ * result).
+ */
 function jobStore(count, result) {
   const dir = path.join(gateDir, `jobs-${count}`);
   rmSync(dir, { recursive: true, force: true });
@@ -145,7 +149,7 @@ function jobStore(count, result) {
   const now = new Date().toISOString();
   const jobs = [];
   for (let i = 0; i < count; i++) {
-    jobs.push({
+    const record = {
       id: `job_${i.toString(16).padStart(32, "0")}`,
       tool: "run_checks",
       request: { group: "hygiene", root: "tree" },
@@ -153,9 +157,18 @@ function jobStore(count, result) {
       createdAt: now,
       startedAt: now,
       finishedAt: now,
-      result,
+      result: null,
       reason: null,
-    });
+      resultInReport: true,
+    };
+    jobs.push(record);
+    const report = path.join(dir, "reports", record.id);
+    mkdirSync(report, { recursive: true });
+    const { resultInReport: _, ...view } = record;
+    writeFileSync(
+      path.join(report, "result.json"),
+      JSON.stringify({ ...view, jobId: record.id, result, queuePosition: null }) + "\n",
+    );
   }
   const stamp = now.replace(/[:.]/g, "-");
   writeFileSync(
@@ -358,7 +371,7 @@ for (const runtime of parts.has("restore") ? runtimes : []) {
         // The job's view is the text block's JSON (the tool declares no output schema: a job's result is a whole
         // CallToolResult).
         const view = result.isError ? undefined : JSON.parse(result.content[0].text);
-        const restored = view?.restored === true && view?.state === "done";
+        const restored = view?.restored === true && view?.state === "done" && view.result?.structuredContent?.gate;
         if (which === "full" ? !restored : !result.isError) {
           fail(`run_checks_result with the ${which} store: ${JSON.stringify(result).slice(0, 600)}`);
         }
@@ -378,10 +391,13 @@ for (const runtime of parts.has("restore") ? runtimes : []) {
   ]);
 }
 if (parts.has("restore")) {
-  const storeBytes = existsSync(full.dir)
-    ? readFileSync(path.join(full.dir, (await import("node:fs")).readdirSync(full.dir)[0])).length
-    : 0;
-  print(`## Restoring ${flags.jobs} finished jobs at start (${fixed(storeBytes / 1024 / 1024, 1)} MB store)`);
+  const storeFile = readdirSync(full.dir).find((name) => name.endsWith(".json"));
+  const storeBytes = readFileSync(path.join(full.dir, storeFile)).length;
+  const resultBytes = readFileSync(path.join(full.dir, "reports", full.id, "result.json")).length;
+  print(
+    `## Restoring ${flags.jobs} finished jobs at start (a ${fixed(storeBytes / 1024, 0)} KB store, results of ` +
+      `${fixed(resultBytes / 1024, 1)} KB each in their reports)`,
+  );
   print();
   print(
     "Wall time of the first `run_checks_result` call sent right after initialize (it waits for the restore), medians of " +
