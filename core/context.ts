@@ -5,6 +5,7 @@ import { type Capability, classesWords, holds, ruleOf } from "./capabilities.ts"
 import { problem, WardenError } from "./errors.ts";
 import type { RootFs } from "./doors/roots.ts";
 import type { Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
+import type { CheckManifestTrust, ManifestDoor } from "./doors/manifests.ts";
 import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./doors/egress.ts";
 import type {
   ClientLogLevel,
@@ -32,6 +33,8 @@ export interface ContextParts {
   readonly deadline: number;
   /** Runs programs for gate tools; absent where the host offers none. */
   readonly spawner?: Spawner;
+  /** Answers gate tools whether a repository's check manifest may run; absent where the host offers none. */
+  readonly manifests?: ManifestDoor;
 }
 
 /** A tool's file door: read, and write checked against its class and its declared roots. */
@@ -155,6 +158,27 @@ class CallContext implements GateContext, ExternalContext {
       this.signal,
       this.#parts.deadline,
     );
+  }
+
+  checkManifest(root: string, manifest: Uint8Array, signature: Uint8Array | null): Promise<CheckManifestTrust> {
+    const { tool, manifests } = this.#parts;
+    // A check manifest says which programs ctx.spawn runs: only a class that spawns may ask about one.
+    if (!holds(tool.risk, "spawn")) {
+      return Promise.reject(
+        new WardenError(
+          "capability_denied",
+          problem(
+            `ctx.checkManifest needs risk class ${classesWords("spawn")}`,
+            `tool "${tool.name}" is "${tool.risk}"`,
+            "nothing was read",
+          ),
+        ),
+      );
+    }
+    if (!manifests) {
+      return Promise.reject(new WardenError("capability_denied", "ctx.checkManifest is not available in this host"));
+    }
+    return manifests.checkManifest(root, manifest, signature);
   }
 }
 

@@ -76,6 +76,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       sendProgress: options.sendProgress,
       sendLog: options.sendLog,
       spawner: options.spawner,
+      manifests: options.manifests,
       signal,
       tool: about,
       deadline,
