@@ -386,6 +386,8 @@ async function main(argv: readonly string[]): Promise<number> {
         refused: checked.records.filter((r) => r.status !== "verified").map((r) => r.id),
       },
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
+      // Checks that may run the repository's code without isolation: the operator's choice, said where they look.
+      allowUnisolated: config.allowUnisolated,
       register: {
         claudeCode: claudeCodeCommand(registered),
         mcpJson: { mcpServers: { warden: mcpServerEntry(registered) } },

@@ -15,7 +15,7 @@ import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { readManifest } from "../tools/lib/checks/manifest.ts";
-import { connect, repoRoot, runtimeName, runWarden, type Session, tempDir, textOf } from "./helpers.ts";
+import { connect, eventually, repoRoot, runtimeName, runWarden, type Session, tempDir, textOf } from "./helpers.ts";
 
 const NAMESPACE = "warden-checks";
 const DENO = path.join(repoRoot, "node_modules/.bin");
@@ -444,9 +444,12 @@ describe(`run_checks --allow-unisolated, where no isolation is in force (${runti
     try {
       const result = await session.client.callTool({ name: "run_checks", arguments: { group: "repo" } });
       const host = await session.client.callTool({ name: "host_context", arguments: {} });
+      const readyLine = () => session.stderr().split("\n").find((line) => line.includes('"event":"ready"'));
+      assert.ok(await eventually(() => readyLine() !== undefined), session.stderr());
       return {
         answer: (result.isError ? assert.fail(textOf(result)) : result.structuredContent) as unknown as Answer,
         host: host.structuredContent as { gate: { isolation: { kind: string }; allowUnisolated: string[] } },
+        ready: JSON.parse(readyLine()!) as { allowUnisolated: string[] },
       };
     } finally {
       await session.close();
@@ -466,8 +469,9 @@ describe(`run_checks --allow-unisolated, where no isolation is in force (${runti
   });
 
   it("with --allow-unisolated naming it, runs it and says it ran unisolated by the operator's choice", async () => {
-    const { answer, host } = await runOwn(["--allow-unisolated", "repo/own-script"]);
+    const { answer, host, ready } = await runOwn(["--allow-unisolated", "repo/own-script"]);
     assert.deepEqual(host.gate.allowUnisolated, ["repo/own-script"]);
+    assert.deepEqual(ready.allowUnisolated, ["repo/own-script"], "the startup line says it too");
     // It ran: the script's failure is the finding.
     assert.equal(answer.gate, "FAIL", answer.summary);
     assert.deepEqual(answer.checks.map((c) => [c.name, c.status, c.exitCode]), [["repo/own-script", "failed", 3]]);
