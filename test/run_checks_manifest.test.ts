@@ -544,3 +544,30 @@ describe(`README's check manifest (${runtimeName})`, () => {
     );
   });
 });
+
+describe(`warden checks, refusing what it cannot act on (${runtimeName})`, () => {
+  const refusals: { args: string[]; message: RegExp }[] = [
+    {
+      args: ["checks", "allow-signer", "two words", "--key", "k.pub"],
+      message:
+        /^warden: Invalid command line: the principal must be one word without spaces, commas, quotes or wildcards \(e\.g\. an email\), received "two words"; run "warden checks help"\n$/,
+    },
+    {
+      args: ["checks", "trust", "elsewhere", "--root", "app=."],
+      message:
+        /^warden: Invalid command line: trust needs a root id, one of app; received "elsewhere" \(give the server's --root settings too\); run "warden checks help"\n$/,
+    },
+    {
+      args: ["checks", "verify", "app", "--root", "app=."],
+      message: /^warden: Cannot read \.warden\/checks\.json in root "app": /,
+    },
+    { args: ["checks", "sign"], message: /^warden: Invalid command line: unknown checks command "sign"; / },
+  ];
+  for (const { args, message } of refusals) {
+    it(`refuses ${args.slice(1).join(" ")}`, async () => {
+      const refused = await runWarden(args);
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.match(refused.stderr, message);
+    });
+  }
+});

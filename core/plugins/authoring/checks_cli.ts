@@ -117,7 +117,7 @@ export async function checksCommand(config: Config, argv: readonly string[]): Pr
   const args = [...rest];
   switch (sub) {
     case "allow-signer":
-      return await allowSignerCommand(config, args, CHECK_MANIFEST_NAMESPACE);
+      return await allowSignerCommand(config, args, CHECK_MANIFEST_NAMESPACE, "warden checks help");
     case "verify":
       return await verifyCommand(config, args);
     case "trust":

@@ -290,7 +290,10 @@ export async function allowSignerCommand(
   config: Config,
   args: string[],
   namespace: string = PLUGIN_SIGNATURE_NAMESPACE,
+  help = "warden plugin help",
 ): Promise<number> {
+  const usage = (detail: string) =>
+    new WardenError("config_invalid", problem("Invalid command line", detail, `run "${help}"`));
   const keyFile = optionValue(args, "--key");
   const principal = args[0];
   if (!principal || !/^[^\s,"#*?!]+$/.test(principal)) {

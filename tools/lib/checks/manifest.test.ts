@@ -13,6 +13,13 @@ const FIX =
 describe("a repository check manifest's format", () => {
   it("reads a well-formed one as given, with pre-commit's and trunk's defaults left to the planner", () => {
     assert.deepEqual(readManifest(encode({ version: 1, checks: [check] }), "app"), [check]);
+    // Programs that do not run the repository's code as such take the signer's word.
+    const lint = { id: "lint", entry: "deno", args: ["lint", "--json"], output: "deno-lint-json" };
+    const grep = { id: "grep", entry: "git", args: ["grep", "-q", "x"], output: "pass-fail" };
+    for (const declared of [lint, grep]) {
+      const checks = [{ ...declared, executes_repo_code: false }];
+      assert.deepEqual(readManifest(encode({ version: 1, checks }), "app"), checks);
+    }
   });
 
   const malformed: { title: string; manifest: unknown; detail: string }[] = [
@@ -62,6 +69,21 @@ describe("a repository check manifest's format", () => {
       title: "two checks with one id",
       manifest: { version: 1, checks: [check, check] },
       detail: 'checks[1].id: "unit" is the id of an earlier check',
+    },
+    {
+      title: "node declared as running no repository code",
+      manifest: { version: 1, checks: [{ ...check, executes_repo_code: false }] },
+      detail:
+        "checks[0].executes_repo_code: false, but node runs JavaScript the repository supplies (a file of it, or code in this manifest); declare it true (it then runs only isolated)",
+    },
+    {
+      title: "deno test declared as running no repository code",
+      manifest: {
+        version: 1,
+        checks: [{ ...check, entry: "deno", args: ["test", "-A"], executes_repo_code: false }],
+      },
+      detail:
+        "checks[0].executes_repo_code: false, but deno test runs code; declare it true (it then runs only isolated)",
     },
     {
       title: "another version",

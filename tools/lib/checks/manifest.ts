@@ -176,8 +176,35 @@ export function readManifest(bytes: Uint8Array, root: string): ManifestCheck[] {
   for (const [i, check] of parsed.output.checks.entries()) {
     if (seen.has(check.id)) throw invalid(`checks[${i}].id: ${received(check.id)} is the id of an earlier check`);
     seen.add(check.id);
+    const runs = runsRepoCode(check);
+    if (runs && !check.executes_repo_code) {
+      throw invalid(
+        `checks[${i}].executes_repo_code: false, but ${runs}; declare it true (it then runs only isolated)`,
+      );
+    }
   }
   return parsed.output.checks;
+}
+
+/** deno subcommands that run JavaScript or TypeScript: the repository's, or what its manifest or config names. */
+const DENO_RUNS_CODE = ["run", "test", "task", "eval", "bench", "serve", "repl", "compile", "install", "x", "jupyter"];
+
+/**
+ * Why a check runs the repository's code whatever its manifest declares, or null when its program alone does not
+ * say: a declaration of false is the signer's word, and these are the cases where the program says otherwise.
+ */
+function runsRepoCode(check: ManifestCheck): string | null {
+  const first = check.args?.find((arg) => !arg.startsWith("-"));
+  switch (check.entry) {
+    case "node":
+      return "node runs JavaScript the repository supplies (a file of it, or code in this manifest)";
+    case "eslint":
+      return "eslint loads the repository's config, which is JavaScript";
+    case "deno":
+      return first !== undefined && DENO_RUNS_CODE.includes(first) ? `deno ${first} runs code` : null;
+    default:
+      return null;
+  }
 }
 
 /** One issue in words: a field missing, a field unknown, or what was expected and what was there. */
