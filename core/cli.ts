@@ -9,6 +9,7 @@ import { unifiedDiff } from "./line_diff.ts";
 import { platform } from "./platform/mod.ts";
 import type { RootFs } from "./doors/roots.ts";
 import type { Spawner } from "./doors/spawn.ts";
+import type { ManifestDoor } from "./doors/manifests.ts";
 import type { HostFacts } from "./tool.ts";
 
 /** What every command is given: the catalog and the facts to build a context from. */
@@ -18,6 +19,7 @@ export interface CommandEnv {
   readonly host: HostFacts;
   readonly callTimeoutMs: number;
   readonly spawner: Spawner;
+  readonly manifests: ManifestDoor;
   readonly policy: Policy;
   readonly ledger: Ledger;
   /** Where the golden catalog lives. */
@@ -231,6 +233,7 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
     host: env.host,
     timeoutMs: env.callTimeoutMs,
     spawner: env.spawner,
+    manifests: env.manifests,
     signal: controller.signal,
     sendProgress: (progress, total, message) => {
       platform().writeStderr(

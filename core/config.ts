@@ -48,7 +48,8 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     flag: "--allowed-signers <file>",
     env: "WARDEN_ALLOWED_SIGNERS",
     default: "<warden>/trust/allowed_signers",
-    description: "OpenSSH allowed_signers file: the keys trusted to sign plugins (a missing file trusts nobody).",
+    description:
+      "OpenSSH allowed_signers file: the keys trusted to sign plugins and repository check manifests, each for its namespace (a missing file trusts nobody).",
   },
   {
     flag: "--revoked-keys <file>",
@@ -60,7 +61,7 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     flag: "--plugins-lock <file>",
     env: "WARDEN_PLUGINS_LOCK",
     default: "<warden>/plugins.lock.json",
-    description: "The pins: which plugin manifests (by digest) may run.",
+    description: "The pins: which plugin manifests, and which check manifest for each root, may run (by digest).",
   },
   {
     flag: "--strict-plugins",
@@ -139,6 +140,13 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     description: "Longest a job may run before it is stopped and fails (1 s to 1 h).",
   },
   {
+    flag: "--allow-unisolated <check>",
+    env: "WARDEN_ALLOW_UNISOLATED",
+    default: "none",
+    description:
+      "A check that runs the repository's own code (`typescript/tsc`, `lint/eslint`, `repo/<id>`) which run_checks may run where no isolation is in force, instead of skipping it with gate ERROR; its result says it ran unisolated. Repeat the flag or separate names with `,`.",
+  },
+  {
     flag: null,
     env: "WARDEN_TOOLS_DIR",
     default: "the built-in tools/",
@@ -167,6 +175,8 @@ export interface Config {
   readonly jobsDir: string;
   readonly jobLimits: JobLimits;
   readonly jobTimeoutMs: number;
+  /** Checks run_checks may run without isolation, by name (`--allow-unisolated`). */
+  readonly allowUnisolated: readonly string[];
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -224,6 +234,33 @@ function parseRoot(source: string, text: string): RootSpec {
   return { id, path: path.resolve(platform().cwd(), dir) };
 }
 
+/** A check's name as run_checks reports it: `<group>/<check>`, and `:<dir>` for a project below the root. */
+const CHECK_NAME = /^[a-z][a-z0-9_-]*\/[a-z0-9][a-z0-9._-]*(?::[A-Za-z0-9._@+\/-]+)?$/;
+
+/** The names of `--allow-unisolated` (each flag may list several, `,`-separated) or WARDEN_ALLOW_UNISOLATED. */
+function parseCheckNames(source: string, values: readonly string[]): readonly string[] {
+  const names = values.flatMap((value) => value.split(",")).map((name) => name.trim());
+  for (const name of names) {
+    if (!CHECK_NAME.test(name)) {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `Invalid ${source}`,
+          `expected check names as run_checks reports them, such as typescript/tsc, lint/eslint or repo/unit-tests, separated by commas, received ${
+            received(name)
+          }`,
+          `for example ${
+            source === "WARDEN_ALLOW_UNISOLATED"
+              ? "WARDEN_ALLOW_UNISOLATED=typescript/tsc,lint/eslint"
+              : "--allow-unisolated typescript/tsc"
+          }`,
+        ),
+      );
+    }
+  }
+  return Object.freeze([...new Set(names)]);
+}
+
 /** Options left after the shared settings are taken out: the command's own. */
 export interface ParsedArgs {
   readonly config: Config;
@@ -249,6 +286,7 @@ const VALUE_FLAGS = [
   "--job-retained",
   "--job-retention",
   "--job-timeout",
+  "--allow-unisolated",
 ];
 const BOOLEAN_FLAGS = ["--strict-plugins"];
 
@@ -380,6 +418,14 @@ export function parseConfig(
       : DEFAULT_JOB_LIMITS.retentionMs,
   });
 
+  const unisolatedFlags = flags.get("--allow-unisolated");
+  const unisolatedVar = env("WARDEN_ALLOW_UNISOLATED");
+  const allowUnisolated = unisolatedFlags
+    ? parseCheckNames("--allow-unisolated", unisolatedFlags)
+    : unisolatedVar
+    ? parseCheckNames("WARDEN_ALLOW_UNISOLATED", [unisolatedVar])
+    : Object.freeze([]);
+
   return {
     config: Object.freeze({
       roots: Object.freeze(roots.map((r) => Object.freeze(r))),
@@ -405,6 +451,7 @@ export function parseConfig(
           words: "from 1s to 60m such as 90s or 10m",
         })
         : 600_000,
+      allowUnisolated,
     }),
     rest,
   };

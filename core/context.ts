@@ -6,6 +6,7 @@ import { problem, received, WardenError } from "./errors.ts";
 import type { RootFs } from "./doors/roots.ts";
 import type { OutputLog, Spawner, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
 import type { JobReport } from "./jobs/reports.ts";
+import type { CheckManifestTrust, ManifestDoor } from "./doors/manifests.ts";
 import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./doors/egress.ts";
 import type {
   ClientLogLevel,
@@ -40,6 +41,8 @@ export interface ContextParts {
   readonly recordSignals?: (signals: readonly SignalRecord[]) => Promise<RecordedSignals>;
   /** A job's run only: its report, whose logs take what programs print (ctx.spawn's `log`). */
   readonly report?: JobReport;
+  /** Answers gate tools whether a repository's check manifest may run; absent where the host offers none. */
+  readonly manifests?: ManifestDoor;
 }
 
 /** A tool's file door: read, and write checked against its class and its declared roots. */
@@ -209,6 +212,27 @@ class CallContext implements GateContext, ExternalContext {
       this.#parts.deadline,
       output,
     );
+  }
+
+  checkManifest(root: string, manifest: Uint8Array, signature: Uint8Array | null): Promise<CheckManifestTrust> {
+    const { tool, manifests } = this.#parts;
+    // A check manifest says which programs ctx.spawn runs: only a class that spawns may ask about one.
+    if (!holds(tool.risk, "spawn")) {
+      return Promise.reject(
+        new WardenError(
+          "capability_denied",
+          problem(
+            `ctx.checkManifest needs risk class ${classesWords("spawn")}`,
+            `tool "${tool.name}" is "${tool.risk}"`,
+            "nothing was read",
+          ),
+        ),
+      );
+    }
+    if (!manifests) {
+      return Promise.reject(new WardenError("capability_denied", "ctx.checkManifest is not available in this host"));
+    }
+    return manifests.checkManifest(root, manifest, signature);
   }
 }
 

@@ -12,6 +12,7 @@ import type { LoadedPlugins } from "./plugins/sandbox/host.ts";
 import { log, setLogLevel } from "./log.ts";
 import { openRoots, type RootFs } from "./doors/roots.ts";
 import { Spawner } from "./doors/spawn.ts";
+import { manifestDoor } from "./doors/manifests.ts";
 import { Ledger } from "./governance/ledger.ts";
 import type { JobQueue } from "./jobs/queue.ts";
 import type { JobHost } from "./jobs/tools.ts";
@@ -46,6 +47,9 @@ Usage:
   warden plugin <new|build|sign|allow-signer|verify|trust|list>
                                     author, sign, audit and pin plugins
                                     ("warden plugin help")
+  warden checks <allow-signer|verify|trust> <root>
+                                    review and pin a repository's signed check
+                                    manifest ("warden checks help")
   warden ledger verify [--json]     check the call ledger's hash chains
   warden command [--runtime node|deno] [--node-permission] [--json]
                                     the command that registers this server,
@@ -65,6 +69,7 @@ const SHELL_COMMANDS = [
   "catalog",
   "command",
   "plugin",
+  "checks",
   "ledger",
   "help",
   "--help",
@@ -139,6 +144,7 @@ function hostFacts(
   extensions: () => HostFacts["extensions"],
   spawner: Spawner,
   confinement: Confinement,
+  allowUnisolated: readonly string[],
 ): HostFacts {
   const { runtime } = platform();
   return Object.freeze({
@@ -159,6 +165,7 @@ function hostFacts(
     },
     programs: Object.freeze(Object.fromEntries([...spawner.programs()].map(([name, found]) => [name, found !== null]))),
     gateIsolation: () => spawner.isolation(),
+    allowUnisolated,
     confinement,
   });
 }
@@ -210,6 +217,10 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "ledger") {
     const { ledgerCommand } = await import("./governance/ledger_command.ts");
     return await ledgerCommand(config.ledgerDir, args);
+  }
+  if (command === "checks") {
+    const { checksCommand } = await import("./plugins/authoring/checks_cli.ts");
+    return await checksCommand(config, args);
   }
   const dir = toolsDir();
   if (command === "plugin") {
@@ -268,6 +279,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const policy = policyOf(config, catalog);
   const ledger = new Ledger(config.ledgerDir);
   const spawner = new Spawner();
+  const manifests = manifestDoor(config);
   const programs = [...catalog.tools.values()].flatMap((entry) => entry.capabilities.spawn);
   // Only commands that run tools need the ledger directory and the programs.
   if (command === "serve" || command === "call") {
@@ -302,7 +314,16 @@ async function main(argv: readonly string[]): Promise<number> {
     let digest = "";
     let settled: [() => void, (error: unknown) => void] = [() => {}, () => {}];
     const deferredDone = new Promise<void>((...both) => settled = both);
-    const facts = hostFacts(catalog, () => digest, fs, "stdio", () => checked.records, spawner, confinement.state);
+    const facts = hostFacts(
+      catalog,
+      () => digest,
+      fs,
+      "stdio",
+      () => checked.records,
+      spawner,
+      confinement.state,
+      config.allowUnisolated,
+    );
     let jobs: JobQueue | undefined;
     /** The job queue, with the jobs of earlier processes read: after the initialize answer, before any call. */
     const openJobs = async (host: JobHost) => {
@@ -321,7 +342,7 @@ async function main(argv: readonly string[]): Promise<number> {
       host.attach(
         queue,
         config.jobLimits,
-        { policy, ledger, fs, host: facts, spawner, timeoutMs: config.jobTimeoutMs },
+        { policy, ledger, fs, host: facts, spawner, manifests, timeoutMs: config.jobTimeoutMs },
         catalog.tools,
       );
       jobs = queue;
@@ -333,6 +354,7 @@ async function main(argv: readonly string[]): Promise<number> {
       fs,
       callTimeoutMs: config.callTimeoutMs,
       spawner,
+      manifests,
       policy,
       ledger,
       host: facts,
@@ -370,6 +392,8 @@ async function main(argv: readonly string[]): Promise<number> {
         refused: checked.records.filter((r) => r.status !== "verified").map((r) => r.id),
       },
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
+      // Checks that may run the repository's code without isolation: the operator's choice, said where they look.
+      allowUnisolated: config.allowUnisolated,
       register: {
         claudeCode: claudeCodeCommand(registered),
         mcpJson: { mcpServers: { warden: mcpServerEntry(registered) } },
@@ -381,9 +405,19 @@ async function main(argv: readonly string[]): Promise<number> {
   const env: CommandEnv = {
     catalog,
     fs,
-    host: hostFacts(catalog, () => digest, fs, "cli", () => plugins.records, spawner, confinement.state),
+    host: hostFacts(
+      catalog,
+      () => digest,
+      fs,
+      "cli",
+      () => plugins.records,
+      spawner,
+      confinement.state,
+      config.allowUnisolated,
+    ),
     callTimeoutMs: config.callTimeoutMs,
     spawner,
+    manifests,
     policy,
     ledger,
     goldenUrl: new URL("schema/catalog.json", appRoot),

@@ -5,6 +5,7 @@ import type { RootFs } from "./doors/roots.ts";
 import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
 import type { Confinement } from "./platform/confinement.ts";
+import type { CheckManifestTrust } from "./doors/manifest_status.ts";
 
 /**
  * What a tool may touch. Which capabilities each class holds is the table in core/capabilities.ts; the classes are not
@@ -85,6 +86,11 @@ export interface HostFacts {
   readonly programs: Readonly<Record<string, boolean>>;
   /** What confines spawned programs here (probed once, on first ask). */
   gateIsolation(): Promise<SpawnIsolation>;
+  /**
+   * Checks the operator allows to run without isolation where none is in force (`--allow-unisolated`), by name
+   * (`typescript/tsc`, `repo/<id>`): a gate tool runs them there, and says so, instead of refusing them.
+   */
+  readonly allowUnisolated: readonly string[];
   /** Whether the runtime itself holds this process to what it needs (see core/confinement.ts). */
   readonly confinement: Confinement;
 }
@@ -144,6 +150,13 @@ export interface GateContext extends ReadContext {
    * for a ledger that cannot be written: those rows count as failed. Rejects a malformed signal (a bug in the tool).
    */
   recordSignals(signals: readonly SignalRecord[]): Promise<RecordedSignals>;
+  /**
+   * Whether a check manifest read from root `root` (its bytes, and its signature's, or null when it has none) may
+   * run: signed by a key the operator's allowed_signers allows for namespace `warden-checks`, and pinned for that root
+   * in the lock file (`warden checks trust <root>`). The trust store and the lock are outside every root: this is the
+   * only way a tool learns what they say. Answers why not, with the fix, when it may not.
+   */
+  checkManifest(root: string, manifest: Uint8Array, signature: Uint8Array | null): Promise<CheckManifestTrust>;
 }
 
 /** The file door of an external-side-effect tool: read, and write under its declared roots. */

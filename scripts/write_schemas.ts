@@ -1,4 +1,4 @@
-// Writes schema/plugin-manifest.schema.json, schema/plugins-lock.schema.json, the ledger row and job store schemas
+// Writes schema/plugin-manifest.schema.json, schema/plugins-lock.schema.json, the ledger row, job store and check manifest schemas
 // from the valibot schemas the host validates with, so the published JSON
 // Schemas cannot drift from the code. test/schemas.test.ts fails when they do.
 //   node_modules/.bin/deno run --allow-read --allow-write=schema scripts/write_schemas.ts
@@ -8,6 +8,7 @@ import { LedgerRowSchema } from "../core/governance/ledger.ts";
 import { JobStoreFileSchema } from "../core/jobs/store.ts";
 import { LockSchema } from "../core/plugins/trust/lock.ts";
 import { ManifestSchema } from "../core/plugins/trust/manifest.ts";
+import { CheckManifestSchema } from "../tools/lib/checks/manifest.ts";
 
 /** The published JSON Schemas, by file name under schema/. */
 export function publishedSchemas(): Record<string, string> {
@@ -20,6 +21,11 @@ export function publishedSchemas(): Record<string, string> {
       LedgerRowSchema,
       "urn:warden:ledger-row:v3",
       "warden call ledger row (versions 1, 2 and 3)",
+    ),
+    "check-manifest.schema.json": schema(
+      CheckManifestSchema,
+      "urn:warden:check-manifest:v1",
+      "warden repository check manifest (.warden/checks.json)",
     ),
     "job-store.schema.json": schema(
       JobStoreFileSchema,

@@ -302,12 +302,15 @@ describe(`run_checks (${runtimeName})`, () => {
       assert.equal(unsigned.code, "policy_denied");
       assert.equal(
         textOf(unsigned.result),
-        'Check manifest ".warden/checks.json" in root "repo" refused: it is not signed (no .warden/checks.json.sig); a manifest found in the analysed repository is data, not instructions, unless an allowed signer signed it (namespace warden-checks) and the operator pinned it; remove it from the repository (or from the root) to run warden\'s bundled groups',
+        'Check manifest ".warden/checks.json" in root "repo" refused: there is no .warden/checks.json.sig (unsigned); a manifest found in the analysed repository is data, not instructions, unless an allowed signer signed it (namespace warden-checks) and the operator pinned it; sign it (ssh-keygen -Y sign -f <key> -n warden-checks .warden/checks.json, which writes .warden/checks.json.sig beside it), then pin it: warden checks trust repo; or remove it from the repository (or from the root) to run warden\'s bundled groups',
       );
       writeFileSync(`${manifest}.sig`, "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n");
       const signed = await call({ root: "repo" });
       assert.equal(signed.code, "policy_denied");
-      assert.match(textOf(signed.result), /refused: it is signed, but this warden pins no repository check manifests/);
+      assert.match(
+        textOf(signed.result),
+        /refused: \.warden\/checks\.json\.sig is not an SSH signature: .* \(bad-signature\); /,
+      );
     } finally {
       spawnSync("rm", ["-rf", path.join(repo, ".warden")]);
     }
@@ -319,7 +322,7 @@ describe(`run_checks (${runtimeName})`, () => {
       args: { group: "security" },
       code: "invalid_arguments",
       message:
-        /^Invalid argument "group": expected "default" \| "typescript" \| "lint" \| "hygiene" but received "security"$/,
+        /^Invalid argument "group": expected "default" \| "typescript" \| "lint" \| "hygiene" \| "repo" but received "security"$/,
     },
     {
       title: "scope and diff together",

@@ -90,7 +90,8 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
     const host = {
       programs: { git: true },
       gateIsolation: () => spawner.isolation(),
-    } as unknown as HostFacts; // The runner reads only these two.
+      allowUnisolated: [],
+    } as unknown as HostFacts; // The runner reads only these three.
     ctx = createContext("gate", {
       signal: () => new AbortController().signal,
       fs,

@@ -14,7 +14,7 @@ export const tool = defineTool({
   name: "host_context",
   title: "Host context",
   description:
-    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run, and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force). Call it first to learn which roots exist.",
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force). Call it first to learn which roots exist.",
   risk: "read",
   input: v.strictObject({}),
   output: v.object({
@@ -28,6 +28,12 @@ export const tool = defineTool({
     gate: v.object({
       isolation: v.object({ kind: v.string(), network: v.string(), writes: v.string(), detail: v.string() }),
       programs: v.record(v.string(), v.picklist(["found", "missing"])),
+      allowUnisolated: v.pipe(
+        v.array(v.string()),
+        v.description(
+          "Checks the operator lets run_checks run without isolation where none is in force (--allow-unisolated).",
+        ),
+      ),
     }),
     confinement: v.object({
       runtime: v.string(),
@@ -52,6 +58,7 @@ export const tool = defineTool({
         programs: Object.fromEntries(
           Object.entries(host.programs).map(([name, found]) => [name, found ? "found" : "missing"] as const),
         ),
+        allowUnisolated: [...host.allowUnisolated],
       },
       confinement: { ...host.confinement, open: [...host.confinement.open] },
     };

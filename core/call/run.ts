@@ -81,6 +81,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       spawner: options.spawner,
       recordSignals: options.recordSignals,
       report: options.report,
+      manifests: options.manifests,
       signal,
       tool: about,
       deadline,

@@ -13,6 +13,7 @@ import { log } from "../log.ts";
 import { platform } from "../platform/mod.ts";
 import type { RootFs } from "../doors/roots.ts";
 import type { Spawner } from "../doors/spawn.ts";
+import type { ManifestDoor } from "../doors/manifests.ts";
 import { isId, type JsonRpcMessage, type RequestId, SerializedResult, StdioTransport } from "./stdio.ts";
 import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.ts";
 import type { JobHost } from "../jobs/tools.ts";
@@ -27,6 +28,7 @@ export interface ServeOptions {
   readonly fs: RootFs;
   readonly callTimeoutMs: number;
   readonly spawner: Spawner;
+  readonly manifests: ManifestDoor;
   readonly policy: Policy;
   readonly ledger: Ledger;
   /** Host facts without the protocol version, which initialize decides. */
@@ -235,6 +237,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     host,
     timeoutMs: options.callTimeoutMs,
     spawner: options.spawner,
+    manifests: options.manifests,
   };
   /** The tools/call requests that came task-augmented, by id (see checkEveryRequest). */
   const asTask = new Set<string>();

@@ -282,7 +282,18 @@ async function signCommand(args: string[]): Promise<number> {
   return 0;
 }
 
-async function allowSignerCommand(config: Config, args: string[]): Promise<number> {
+/**
+ * `warden plugin allow-signer` and `warden checks allow-signer`: appends the key to allowed_signers for `namespace`
+ * (plugins' by default; a key trusted for plugins is not trusted for check manifests, nor the other way round).
+ */
+export async function allowSignerCommand(
+  config: Config,
+  args: string[],
+  namespace: string = PLUGIN_SIGNATURE_NAMESPACE,
+  help = "warden plugin help",
+): Promise<number> {
+  const usage = (detail: string) =>
+    new WardenError("config_invalid", problem("Invalid command line", detail, `run "${help}"`));
   const keyFile = optionValue(args, "--key");
   const principal = args[0];
   if (!principal || !/^[^\s,"#*?!]+$/.test(principal)) {
@@ -302,7 +313,7 @@ async function allowSignerCommand(config: Config, args: string[]): Promise<numbe
     if ((error as { code?: string }).code === "ENOENT") return "";
     throw new WardenError("config_invalid", problem(`Cannot read the allowed signers ${file}`, messageOf(error)));
   });
-  const line = `${principal} namespaces="${PLUGIN_SIGNATURE_NAMESPACE}" ${key.text}\n`;
+  const line = `${principal} namespaces="${namespace}" ${key.text}\n`;
   await platform().fs.mkdir(path.dirname(file));
   await platform().fs.writeFileAtomic(
     file,
@@ -310,7 +321,7 @@ async function allowSignerCommand(config: Config, args: string[]): Promise<numbe
   );
   // Read it back through the parser: a line warden itself cannot read must never be left behind.
   await readTrustStore({ allowedSignersFile: file, revokedKeysFile: config.revokedKeysFile });
-  out(`Trusted ${key.fingerprint} as ${principal} for ${PLUGIN_SIGNATURE_NAMESPACE} in ${file}.`);
+  out(`Trusted ${key.fingerprint} as ${principal} for ${namespace} in ${file}.`);
   return 0;
 }
 

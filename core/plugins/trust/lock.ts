@@ -1,6 +1,7 @@
 // plugins.lock.json: the operator's pins. A plugin runs only when its
-// manifest digest is pinned here; a valid signature alone does not make a new
-// version run.
+// manifest digest is pinned here, and a repository's check manifest only when
+// its digest is pinned for the root (`checks`); a valid signature alone does
+// not make a new version run.
 import * as v from "valibot";
 import { prettyCanonicalJson } from "../../canonical_json.ts";
 import { messageOf, problem, received, WardenError } from "../../errors.ts";
@@ -19,14 +20,25 @@ const Pin = v.strictObject({
   pinnedAt: v.pipe(v.string(), v.isoTimestamp()),
 });
 
+/** A repository check manifest pinned for a root: the same digest and signer a plugin pin holds, without a version. */
+const CheckPin = v.strictObject({
+  manifestDigest: Pin.entries.manifestDigest,
+  principal: Pin.entries.principal,
+  fingerprint: Pin.entries.fingerprint,
+  pinnedAt: Pin.entries.pinnedAt,
+});
+
 /** The valibot schema of the lock file; schema/plugins-lock.schema.json is its JSON Schema. */
 export const LockSchema = v.strictObject({
   lockVersion: v.literal(LOCK_VERSION),
   plugins: v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9]{0,29}$/)), Pin),
+  /** By root id (`warden checks trust <root>`): the check manifest (.warden/checks.json) that root may run. */
+  checks: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_-]{0,31}$/)), CheckPin)),
 });
 
 export type PluginLock = v.InferOutput<typeof LockSchema>;
 export type PluginPin = v.InferOutput<typeof Pin>;
+export type CheckManifestPin = v.InferOutput<typeof CheckPin>;
 
 /** Reads the lock file; a missing file is an empty lock, a malformed one an error naming the file. */
 export async function readLock(file: string): Promise<PluginLock> {

@@ -1,9 +1,12 @@
 // The check groups bundled with warden, and what each becomes for one root:
 // `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where
 // the project has it, deno lint for deno projects), `hygiene` (warden's own
-// checks) and `default` (all of them that apply). A check that applies but
+// checks), `repo` (a trusted repository manifest's, see manifest.ts) and
+// `default` (all of them that apply). A check that applies but
 // cannot run here (its program missing) is planned as unavailable, so the run
 // says so instead of passing without it.
+import { CHECK_MANIFEST_PATH } from "../../../core/doors/manifests.ts";
+import { problem, WardenError } from "../../../core/errors.ts";
 import type { GateContext } from "../../../core/tool.ts";
 import { HYGIENE_CHECKS } from "./hygiene/mod.ts";
 import type { ProgramCheck } from "./program.ts";
@@ -23,14 +26,30 @@ const JS_TS = [".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"];
 const TSC_TIMEOUT_MS = 10 * 60_000;
 const LINT_TIMEOUT_MS = 5 * 60_000;
 
-/** The checks of `group` for `root`, in the order they run. */
+/**
+ * The checks of `group` for `root`, in the order they run. `repo`: the checks of the root's manifest, when the
+ * operator trusts it (null when the root has none).
+ */
 export async function planGroup(
   group: GroupName,
   ctx: GateContext,
   root: string,
   hygiene: readonly BuiltinCheck[] = HYGIENE_CHECKS,
+  repo: readonly PlannedCheck[] | null = null,
 ): Promise<PlannedCheck[]> {
   switch (group) {
+    case "repo":
+      if (repo === null) {
+        throw new WardenError(
+          "invalid_arguments",
+          problem(
+            `Group "repo" has no checks in root "${root}"`,
+            `the root has no ${CHECK_MANIFEST_PATH}`,
+            "pick a bundled group (default, typescript, lint, hygiene), or add a manifest and have the operator pin it (README: Repository checks)",
+          ),
+        );
+      }
+      return [...repo];
     case "typescript":
       return await typescriptChecks(ctx, root);
     case "lint":
@@ -38,7 +57,12 @@ export async function planGroup(
     case "hygiene":
       return hygieneChecks(hygiene);
     case "default":
-      return [...await typescriptChecks(ctx, root), ...await lintChecks(ctx, root), ...hygieneChecks(hygiene)];
+      return [
+        ...await typescriptChecks(ctx, root),
+        ...await lintChecks(ctx, root),
+        ...hygieneChecks(hygiene),
+        ...repo ?? [],
+      ];
   }
 }
 

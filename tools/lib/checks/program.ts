@@ -19,6 +19,8 @@ export interface ProgramCheck {
   readonly cwd: string;
   /** pre-commit's `types_or`, as file name endings (`.ts`): the changed files it reads. */
   readonly extensions: readonly string[];
+  /** Which changed files it reads, when a glob says so (a repository manifest's `files` and `exclude`) instead of `extensions`. */
+  readonly matches?: (path: string) => boolean;
   /** pre-commit's `pass_filenames`: run on the changed files that match (appended to argv), not on the project. */
   readonly passFilenames: boolean;
   /** Most file names per run when they are passed (trunk's `batch`): a long change is several runs. */
@@ -45,7 +47,10 @@ const MAX_OUTPUT = 16 * 1024 * 1024;
 /** The files of the change a check that takes file names runs on: present, readable as text, of its kinds. */
 export function filesFor(check: ProgramCheck, scope: ChangeScope): string[] {
   return scope.files
-    .filter((f) => f.status !== "deleted" && !f.binary && check.extensions.some((ext) => f.path.endsWith(ext)))
+    .filter((f) =>
+      f.status !== "deleted" && !f.binary &&
+      (check.matches ? check.matches(f.path) : check.extensions.some((ext) => f.path.endsWith(ext)))
+    )
     .map((f) => f.path);
 }
 
@@ -66,7 +71,12 @@ export async function runProgramCheck(
   if (check.passFilenames) {
     const files = filesFor(check, scope);
     if (files.length === 0) {
-      return { kind: "skipped", reason: `no file of the change is one it reads (${check.extensions.join(", ")})` };
+      return {
+        kind: "skipped",
+        reason: `no file of the change is one it reads (${
+          check.matches ? "its files and exclude globs" : check.extensions.join(", ")
+        })`,
+      };
     }
     for (let i = 0; i < files.length; i += check.batchSize) {
       batches.push(files.slice(i, i + check.batchSize).map((f) => `./${f}`));

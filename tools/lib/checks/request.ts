@@ -6,8 +6,8 @@ import { REF_PATTERN } from "../git.ts";
 import { CheckOutcomeSchema, FindingSchema, SEVERITIES } from "./types.ts";
 import { SIGNAL_OUTPUT } from "./signal_fields.ts";
 
-/** The bundled check groups. */
-export const GROUPS = ["default", "typescript", "lint", "hygiene"] as const;
+/** The bundled check groups, and `repo`: the checks of the root's own manifest, when the operator trusts it. */
+export const GROUPS = ["default", "typescript", "lint", "hygiene", "repo"] as const;
 export type GroupName = (typeof GROUPS)[number];
 
 /** The programs bundled checks run; run_checks declares them as its `capabilities.spawn`. */
@@ -26,7 +26,7 @@ export const RUN_INPUT = {
   group: v.optional(v.pipe(
     v.picklist(GROUPS),
     v.description(
-      "Which checks: `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where the project has it, deno lint for deno projects), `hygiene` (warden's own checks) or `default` (all that apply; the default).",
+      "Which checks: `typescript` (tsc --noEmit for each tsconfig.json), `lint` (eslint where the project has it, deno lint for deno projects), `hygiene` (warden's own checks), `repo` (the checks of the root's .warden/checks.json, run only when an allowed signer signed it and the operator pinned it) or `default` (all that apply, a trusted manifest's too; the default).",
     ),
   )),
   scope: v.optional(v.pipe(

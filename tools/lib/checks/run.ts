@@ -12,6 +12,7 @@ import { pathMapper, runProgramCheck } from "./program.ts";
 import { baseReader, changeScope } from "./scope.ts";
 import { hygieneChecks } from "./hygiene/mod.ts";
 import { type CheckLog, scanRun } from "./signals.ts";
+import { repoManifest } from "./manifest.ts";
 import {
   atLeast,
   type BuiltinCheck,
@@ -21,32 +22,6 @@ import {
   SEVERITIES,
   type Severity,
 } from "./types.ts";
-
-/** Where a repository may carry checks of its own; refused unless signed and pinned. */
-export const REPO_MANIFEST = ".warden/checks.json";
-/** The SSH signature namespace a repository's check manifest is signed in. */
-export const MANIFEST_NAMESPACE = "warden-checks";
-
-/** Refuses the run when the root carries a check manifest, naming it and what would make it acceptable. */
-async function refuseRepoManifest(ctx: GateContext, root: string): Promise<void> {
-  const [manifest, signature] = await ctx.fs.stats(root, [REPO_MANIFEST, `${REPO_MANIFEST}.sig`]);
-  if (manifest === null) {
-    // stats says null for a refused path too (a symlink out of the root): ask once more, to tell the two apart.
-    const refused = await ctx.fs.stat(root, REPO_MANIFEST).then(() => false, (e) => e?.code !== "not_found");
-    if (!refused) return;
-  }
-  const why = signature === null
-    ? `it is not signed (no ${REPO_MANIFEST}.sig)`
-    : "it is signed, but this warden pins no repository check manifests, so no signature can make it run";
-  throw new WardenError(
-    "policy_denied",
-    problem(
-      `Check manifest "${REPO_MANIFEST}" in root "${root}" refused`,
-      `${why}; a manifest found in the analysed repository is data, not instructions, unless an allowed signer signed it (namespace ${MANIFEST_NAMESPACE}) and the operator pinned it`,
-      "remove it from the repository (or from the root) to run warden's bundled groups",
-    ),
-  );
-}
 
 /** What a caller other than the tool may change about a run. */
 export interface RunOptions {
@@ -82,7 +57,8 @@ export async function runChecks(
   const group = request.group ?? "default";
   const failOn = request.fail_on ?? "high";
   const minSeverity = request.min_severity ?? "info";
-  await refuseRepoManifest(ctx, root);
+  // A manifest in the root refuses the run unless the operator trusts it; a trusted one's checks are group `repo`.
+  const manifest = await repoManifest(ctx, root);
   const scoped = await changeScope(ctx, {
     root,
     mode: request.diff ? "range" : request.scope ?? "staged",
@@ -96,7 +72,7 @@ export async function runChecks(
     text.replaceAll(scoped.rootPath, "").replaceAll(scoped.rootPath.replace(/\/$/, ""), ".");
   // warden's own checks read the files as they were before the change through git (exports the change left dead).
   const hygiene = options.hygiene ?? hygieneChecks({}, { readBase: baseReader(ctx, root, scoped.base) });
-  const plan = await planGroup(group, ctx, root, hygiene);
+  const plan = await planGroup(group, ctx, root, hygiene, manifest?.checks ?? null);
   const isolation = await ctx.host.gateIsolation();
 
   const trips = (severity: Severity) => failOn !== "none" && (failOn === "any" || atLeast(severity, failOn));
@@ -135,12 +111,15 @@ export async function runChecks(
       outcome("skipped", `does not apply: ${planned.reason}`, [], null);
     } else if (planned.kind === "unavailable") {
       outcome("skipped", planned.reason, [], null, true);
-    } else if (planned.kind === "program" && planned.check.executesRepoCode && isolation.kind !== "bubblewrap") {
+    } else if (
+      planned.kind === "program" && planned.check.executesRepoCode && isolation.kind !== "bubblewrap" &&
+      !ctx.host.allowUnisolated.includes(name)
+    ) {
       outcome(
         "skipped",
         `it runs the repository's own code (${
           planned.check.argv.slice(0, 2).join(" ")
-        }), which warden runs only in isolation, and none is in force here (${isolation.detail})`,
+        }), which warden runs only in isolation, and none is in force here (${isolation.detail}); it runs where bubblewrap isolates, or where the operator allows it by name (--allow-unisolated ${name})`,
         [],
         null,
         true,
@@ -156,6 +135,11 @@ export async function runChecks(
         hidePath,
         (stdout, stderr) => (log.stdout.push(stdout), log.stderr.push(stderr)),
       );
+      if (planned.check.executesRepoCode && isolation.kind !== "bubblewrap" && run.kind !== "skipped") {
+        coverageReasons.push(
+          `${name} ran the repository's own code without isolation, by the operator's choice (--allow-unisolated ${name}): ${isolation.detail}`,
+        );
+      }
       if (run.kind === "ran") {
         outcome(run.findings.some((f) => trips(f.severity)) ? "failed" : "passed", null, run.findings, run.exitCode);
       } else if (run.kind === "skipped") outcome("skipped", run.reason, [], null);
