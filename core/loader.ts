@@ -63,6 +63,17 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
   if (typeof tool.handler !== "function") {
     problems.push(problem(file, "handler is not a function", "add handler(args, ctx)"));
   }
+  if (tool.precheck !== undefined && (typeof tool.precheck !== "function" || tool.job !== true)) {
+    problems.push(
+      problem(
+        file,
+        typeof tool.precheck !== "function" ? "precheck is not a function" : "precheck is only asked of a job tool",
+        typeof tool.precheck !== "function"
+          ? "make it async (args, ctx) => void, or drop it"
+          : "add job: true, or drop precheck",
+      ),
+    );
+  }
   const caps = tool.capabilities ?? {};
   for (const capability of CAPABILITY_NAMES) {
     const key = ruleOf(capability).toolKey;

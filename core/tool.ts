@@ -220,6 +220,12 @@ export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends 
    * answers for it, across restarts. For tools that take longer than an agent should wait on one call.
    */
   readonly job?: boolean;
+  /**
+   * For a job tool: what a run would refuse before it starts work (a root, a repository's manifest, a ref), asked by
+   * `<name>_start` (and a task's start) with its own context, so that such a request is an error at start, never a job
+   * that fails later. Throws a WardenError to refuse.
+   */
+  readonly precheck?: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<void>;
   readonly handler: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
 }
 
@@ -236,6 +242,7 @@ export interface Tool {
   readonly output?: OutputSchema;
   readonly capabilities?: ToolCapabilities;
   readonly job?: boolean;
+  readonly precheck?: (args: never, ctx: never) => Promise<void>;
   // The handler's argument types are erased here; the host validates
   // arguments against `input` before it calls, which restores them.
   readonly handler: (args: never, ctx: never) => unknown;

@@ -304,6 +304,9 @@ describe(`run_checks (${runtimeName})`, () => {
         textOf(unsigned.result),
         'Check manifest ".warden/checks.json" in root "repo" refused: there is no .warden/checks.json.sig (unsigned); a manifest found in the analysed repository is data, not instructions, unless an allowed signer signed it (namespace warden-checks) and the operator pinned it; sign it (ssh-keygen -Y sign -f <key> -n warden-checks .warden/checks.json, which writes .warden/checks.json.sig beside it), then pin it: warden checks trust repo; or remove it from the repository (or from the root) to run warden\'s bundled groups',
       );
+      const started = await session!.client.callTool({ name: "run_checks_start", arguments: { root: "repo" } });
+      assert.equal(started.isError, true, "refused at the start, not a job that fails later");
+      assert.equal(textOf(started), textOf(unsigned.result));
       writeFileSync(`${manifest}.sig`, "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n");
       const signed = await call({ root: "repo" });
       assert.equal(signed.code, "policy_denied");
@@ -372,11 +375,34 @@ describe(`run_checks (${runtimeName})`, () => {
     },
   ];
   for (const { title, args, code, message } of refusals) {
-    it(`refuses ${title}, saying what was wrong`, async () => {
+    it(`refuses ${title}, saying what was wrong, as run_checks, run_checks_start and an MCP task`, async () => {
       const { result, code: got } = await call({ root: "repo", ...args });
       assert.equal(result.isError, true, textOf(result));
       assert.equal(got, code, textOf(result));
       assert.match(textOf(result), message);
+      // A job is refused at its start with the same words, before an id is given out: never a job that fails later.
+      const started = await session!.client.callTool({
+        name: "run_checks_start",
+        arguments: { root: "repo", ...args },
+      });
+      assert.equal(started.isError, true, textOf(started));
+      assert.equal((started._meta as Record<string, unknown>)["warden/error_code"], code);
+      assert.equal(textOf(started), textOf(result));
+      // The SDK's client asks for a task where the tool, as listed, takes one.
+      await session!.client.listTools();
+      const errors: string[] = [];
+      for await (
+        const streamed of session!.client.experimental.tasks.callToolStream({
+          name: "run_checks",
+          arguments: { root: "repo", ...args },
+        })
+      ) {
+        assert.notEqual(streamed.type, "taskCreated", "no task for a request that cannot run");
+        if (streamed.type === "error") errors.push(streamed.error.message);
+      }
+      // (The SDK puts "MCP error -32602: " before the message on each side of the wire.)
+      assert.equal(errors.length, 1, errors.join("\n"));
+      assert.ok(errors[0].startsWith("MCP error -32602: ") && errors[0].endsWith(`: ${textOf(result)}`), errors[0]);
     });
   }
 });

@@ -20,6 +20,12 @@ export const tool = defineTool({
   job: true,
   input: v.strictObject({ ...RUN_INPUT, ...pageInput("findings") }),
   output: v.object({ ...RUN_OUTPUT, ...pageOutput }),
+  // run_checks_start refuses now what the run would refuse before reading the change.
+  precheck: async (args, ctx) => {
+    const { limit: _limit, cursor: _cursor, ...request } = args;
+    const { precheckRun } = await import("./lib/checks/run.ts");
+    await precheckRun(request, ctx);
+  },
   handler: async (args, ctx) => {
     const { limit: _limit, cursor: _cursor, ...request } = args;
     // The runner (git, the code graph, warden's own checks) loads with the first run, not at startup.

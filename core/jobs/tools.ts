@@ -95,17 +95,6 @@ export class JobHost {
   // The same jobs as MCP tasks (2025-11-25): a task-augmented tools/call of a job tool starts one, and
   // tasks/get, tasks/result, tasks/list and tasks/cancel answer for it by its id.
 
-  /** Starts `name` as a task: its arguments checked by its own schema first, as a plain call would. */
-  async startTask(name: string, args: unknown): Promise<McpTask> {
-    const { tools, limits } = this.#ready();
-    const entry = tools.get(name)!;
-    const validated = entry.validateInput(args ?? {});
-    if (!validated.ok) {
-      throw new WardenError("invalid_arguments", argumentsProblem(entry, validated.issues));
-    }
-    return taskOf(await this.start(name, validated.value as Record<string, unknown>), limits);
-  }
-
   /** The task `id`; a WardenError (not_found) for an expired or unknown one. */
   task(id: string): McpTask {
     return taskOf(this.#found(id), this.#ready().limits);
@@ -225,9 +214,14 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
     description:
       `Starts ${name} as a job and answers at once with its id, state and queue position. It takes ${name}'s arguments and checks them now, exactly as ${name} does, so a refused request is an error here, never a job that fails later. Ask ${name}_result for its state and, once done, its result. A job survives a restart of the server: one that was unfinished is then reported as interrupted, never run again. Its report (its result and the logs of the programs it ran) is served as MCP resources, warden://jobs/<jobId>/result.json and warden://jobs/<jobId>/logs/<name>.log (resources/list names them).`,
     risk: tool.risk,
+    // Its precheck runs with the start's context: what the tool may run (git, to read a ref), it may.
+    ...(tool.precheck && tool.capabilities ? { capabilities: tool.capabilities } : {}),
     input: tool.input,
     output: StartOutput,
-    handler: async (args: Record<string, unknown>) => {
+    handler: async (args: Record<string, unknown>, ctx) => {
+      // What the tool refuses before it would run (a root, a manifest, a ref), it refuses now, with the start's context
+      // (of the tool's own risk class: the start tool has it).
+      await tool.precheck?.(args as never, ctx as never);
       const job = await jobs.start(name, args);
       return {
         jobId: job.jobId,

@@ -279,13 +279,18 @@ export async function serve(options: ServeOptions): Promise<void> {
         // A task-augmented call of a job tool becomes a job. One the tool or the policy refuses is refused as a
         // JSON-RPC error with the words of the plain call's refusal (recorded in the ledger as that call would be):
         // a client that asked for a task reads a task, or an error.
+        // The job starts as `<name>_start` starts it (its arguments, the policy and the tool's own precheck: a request
+        // that cannot run is refused now), governed and recorded as that call.
         const taskAugmented = asTask.delete(keyOfId(extra.requestId)) && tool.job === true && options.jobs;
         if (taskAugmented) {
-          if (!decide(options.policy, tool) && tool.validateInput(args ?? {}).ok) {
-            return { task: await taskCall(() => taskAugmented.startTask(name, args)) };
+          const starter = catalog.tools.get(`${name}_start`);
+          const ready = !decide(options.policy, tool) && tool.validateInput(args ?? {}).ok && starter !== undefined;
+          const answer = await governedCall(ready ? starter : tool, args, callOptions);
+          const jobId = (answer.structuredContent as { jobId?: unknown } | undefined)?.jobId;
+          if (ready && !answer.isError && typeof jobId === "string") {
+            return { task: await taskCall(() => Promise.resolve(taskAugmented.task(jobId))) };
           }
-          const refused = await governedCall(tool, args, callOptions);
-          throw invalidParams(refused.content.map((part) => part.text).join("\n"));
+          throw invalidParams(answer.content.map((part) => part.text).join("\n"));
         }
         const progressToken = (params?._meta as Params)?.progressToken;
         const validToken = typeof progressToken === "string" || typeof progressToken === "number";

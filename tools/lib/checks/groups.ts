@@ -39,16 +39,7 @@ export async function planGroup(
 ): Promise<PlannedCheck[]> {
   switch (group) {
     case "repo":
-      if (repo === null) {
-        throw new WardenError(
-          "invalid_arguments",
-          problem(
-            `Group "repo" has no checks in root "${root}"`,
-            `the root has no ${CHECK_MANIFEST_PATH}`,
-            "pick a bundled group (default, typescript, lint, hygiene), or add a manifest and have the operator pin it (README: Repository checks)",
-          ),
-        );
-      }
+      if (repo === null) throw noRepoChecks(root);
       return [...repo];
     case "typescript":
       return await typescriptChecks(ctx, root);
@@ -64,6 +55,18 @@ export async function planGroup(
         ...repo ?? [],
       ];
   }
+}
+
+/** The refusal of group `repo` for a root without a check manifest. */
+export function noRepoChecks(root: string): WardenError {
+  return new WardenError(
+    "invalid_arguments",
+    problem(
+      `Group "repo" has no checks in root "${root}"`,
+      `the root has no ${CHECK_MANIFEST_PATH}`,
+      "pick a bundled group (default, typescript, lint, hygiene), or add a manifest and have the operator pin it (README: Repository checks)",
+    ),
+  );
 }
 
 function hygieneChecks(checks: readonly BuiltinCheck[]): PlannedCheck[] {

@@ -6,13 +6,13 @@
 import { messageOf, problem, received, WardenError } from "../../../core/errors.ts";
 import type { GateContext } from "../../../core/tool.ts";
 import { git } from "../git.ts";
-import { planGroup } from "./groups.ts";
-import type { RunRequest, RunResult } from "./request.ts";
+import { noRepoChecks, planGroup } from "./groups.ts";
+import type { GroupName, RunRequest, RunResult } from "./request.ts";
 import { pathMapper, runProgramCheck } from "./program.ts";
-import { baseReader, changeScope } from "./scope.ts";
+import { baseReader, changeScope, checkScope, type ScopeRequest } from "./scope.ts";
 import { hygieneChecks } from "./hygiene/mod.ts";
 import { type CheckLog, scanRun } from "./signals.ts";
-import { repoManifest } from "./manifest.ts";
+import { type RepoManifest, repoManifest } from "./manifest.ts";
 import {
   atLeast,
   type BuiltinCheck,
@@ -29,14 +29,19 @@ export interface RunOptions {
   readonly hygiene?: readonly BuiltinCheck[];
 }
 
-/** The checks of the request over its change, and the gate. Throws a WardenError when the run cannot start. */
-export async function runChecks(
-  request: RunRequest,
-  ctx: GateContext,
-  signal: AbortSignal = ctx.signal,
-  options: RunOptions = {},
-): Promise<RunResult> {
-  const started = performance.now();
+/** What a request asks for, checked against the roots and the repository's manifest. */
+interface PreparedRun {
+  readonly root: string;
+  readonly group: GroupName;
+  readonly scope: Omit<ScopeRequest, "root">;
+  readonly manifest: RepoManifest | null;
+}
+
+/**
+ * Checks what a run needs before it reads the change: the root, scope or diff, the repository's manifest (refused
+ * unless trusted), and the group (`repo` needs a manifest). Throws the WardenError the run would.
+ */
+async function prepareRun(request: RunRequest, ctx: GateContext): Promise<PreparedRun> {
   const root = request.root ?? ctx.fs.rootIds[0];
   if (!ctx.fs.rootIds.includes(root)) {
     throw new WardenError(
@@ -55,18 +60,45 @@ export async function runChecks(
     );
   }
   const group = request.group ?? "default";
-  const failOn = request.fail_on ?? "high";
-  const minSeverity = request.min_severity ?? "info";
   // A manifest in the root refuses the run unless the operator trusts it; a trusted one's checks are group `repo`.
   const manifest = await repoManifest(ctx, root);
-  const scoped = await changeScope(ctx, {
+  if (group === "repo" && manifest === null) throw noRepoChecks(root);
+  return {
     root,
-    mode: request.diff ? "range" : request.scope ?? "staged",
-    revisions: request.diff,
-    file: request.file,
-    dir: request.dir,
-    exclude: request.exclude,
-  });
+    group,
+    manifest,
+    scope: {
+      mode: request.diff ? "range" : request.scope ?? "staged",
+      revisions: request.diff,
+      file: request.file,
+      dir: request.dir,
+      exclude: request.exclude,
+    },
+  };
+}
+
+/**
+ * Refuses now what a run would refuse before it reads the change (an unknown root, a refused manifest, a root that is
+ * not a git working tree, a range whose refs do not exist): run_checks_start asks it, so that a request that cannot
+ * run is an error at start, never a job that fails later.
+ */
+export async function precheckRun(request: RunRequest, ctx: GateContext): Promise<void> {
+  const prepared = await prepareRun(request, ctx);
+  await checkScope(ctx, { root: prepared.root, ...prepared.scope });
+}
+
+/** The checks of the request over its change, and the gate. Throws a WardenError when the run cannot start. */
+export async function runChecks(
+  request: RunRequest,
+  ctx: GateContext,
+  signal: AbortSignal = ctx.signal,
+  options: RunOptions = {},
+): Promise<RunResult> {
+  const started = performance.now();
+  const { root, group, manifest, scope: asked } = await prepareRun(request, ctx);
+  const failOn = request.fail_on ?? "high";
+  const minSeverity = request.min_severity ?? "info";
+  const scoped = await changeScope(ctx, { root, ...asked });
   const { scope } = scoped;
   const hidePath = (text: string) =>
     text.replaceAll(scoped.rootPath, "").replaceAll(scoped.rootPath.replace(/\/$/, ""), ".");

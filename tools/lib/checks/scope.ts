@@ -80,6 +80,15 @@ async function checkRevisions(ctx: GateContext, root: string, revisions: readonl
   }
 }
 
+/**
+ * Checks, without reading the change, that `request` can be read: the root is a git working tree and a range's refs
+ * exist. Throws as changeScope would; run_checks_start asks it before it queues a run.
+ */
+export async function checkScope(ctx: GateContext, request: ScopeRequest): Promise<void> {
+  await openWorkTree(ctx, request.root);
+  if (request.mode === "range") await checkRevisions(ctx, request.root, request.revisions ?? []);
+}
+
 /** Reads the change of `request` from git. Throws `not_found` when the root is not a git working tree. */
 export async function changeScope(ctx: GateContext, request: ScopeRequest): Promise<ScopeResult> {
   const { root } = request;
