@@ -346,6 +346,8 @@ async function main(argv: readonly string[]): Promise<number> {
         catalog.tools,
       );
       jobs = queue;
+      // After the jobs answer: old reports go while the server serves.
+      queue.tidy().catch((error) => log("warn", "jobs_tidy_failed", { error: messageOf(error) }));
     };
     await serve({
       name: pkg.name,

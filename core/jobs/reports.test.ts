@@ -358,7 +358,7 @@ describe("job report directories", () => {
     assert.ok(!existsSync(path.join(jobs, "reports", "job_" + "05".repeat(16))), "no directory is made for one");
   });
 
-  it("removes, at start, an old report no store knows, and keeps a fresh one and the ones a store knows", async () => {
+  it("removes, after start, an old report no store knows, and keeps a fresh one and the ones a store knows", async () => {
     const jobs = path.join(work, "orphans");
     const reports = new FileJobReports(jobs);
     const [orphan, fresh, known] = ["0a", "0b", "0c"].map((n) => "job_" + n.repeat(16));
@@ -384,7 +384,10 @@ describe("job report directories", () => {
       updatedAt: new Date().toISOString(),
       heldBy: 4_000_002,
     }]]);
-    await new JobQueue(store, undefined, undefined, reports).restore();
+    const queue = new JobQueue(store, undefined, undefined, reports);
+    await queue.restore();
+    assert.ok(existsSync(path.join(jobs, "reports", orphan)), "restore answers first; the orphan goes with tidy");
+    await queue.tidy();
     assert.deepEqual(readdirSync(path.join(jobs, "reports")).sort(), [fresh, known, "not-a-job"].sort());
   });
 
@@ -394,7 +397,10 @@ describe("job report directories", () => {
     await reports.open(ID);
     const store = new MemoryStore();
     store.expired = [ID];
-    await new JobQueue(store, undefined, undefined, reports).restore();
+    const queue = new JobQueue(store, undefined, undefined, reports);
+    await queue.restore();
+    assert.equal(queue.lookup(ID).kind, "expired", "restore already says so");
+    await queue.tidy();
     assert.ok(!existsSync(path.join(jobs, "reports", ID)));
   });
 });
