@@ -156,6 +156,44 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
     assert.equal(spawned, 5);
   });
 
+  it("reads the staged change of a repository before its first commit as files added", async () => {
+    const fresh = path.join(work.dir, "..", `${path.basename(work.dir)}-unborn`);
+    mkdirSync(fresh);
+    try {
+      writeFileSync(path.join(fresh, "first.ts"), "export const first = 1;\n");
+      sh(fresh, "git", "init", "-q", "-b", "main");
+      sh(fresh, "git", "add", "first.ts");
+      const unbornFs = await openRoots([{ id: "unborn", path: fresh }]);
+      const spawner = new Spawner();
+      await spawner.resolve(["git"]);
+      const unborn = createContext("gate", {
+        signal: () => new AbortController().signal,
+        fs: unbornFs,
+        host: {
+          programs: { git: true },
+          gateIsolation: () => spawner.isolation(),
+          allowUnisolated: [],
+        } as unknown as HostFacts,
+        tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
+        deadline: Date.now() + 120_000,
+        spawner,
+      });
+      const probe = recording(() => []);
+      const answer = await runChecks({ root: "unborn", group: "hygiene" }, unborn, undefined, { hygiene: [probe] });
+      assert.equal(answer.gate, "PASS", answer.summary);
+      assert.deepEqual(probe.scopes[0].files, [
+        {
+          path: "first.ts",
+          status: "added",
+          addedLines: [{ line: 1, text: "export const first = 1;" }],
+          binary: false,
+        },
+      ]);
+    } finally {
+      spawnSync("rm", ["-rf", fresh]);
+    }
+  });
+
   it("scope working adds untracked files, every line added; file globs narrow what the check sees", async () => {
     const probe = recording(() => []);
     await runChecks({ group: "hygiene", scope: "working", file: ["*.ts"], exclude: ["src/added.ts"] }, ctx, undefined, {

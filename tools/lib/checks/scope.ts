@@ -92,6 +92,23 @@ export async function checkScope(ctx: GateContext, request: ScopeRequest): Promi
 /** Reads the change of `request` from git. Throws `not_found` when the root is not a git working tree. */
 export async function changeScope(ctx: GateContext, request: ScopeRequest): Promise<ScopeResult> {
   const { root } = request;
+  // Paths come relative to the root (`--relative`), and only from under it (`-- .`). Each git is a process to start
+  // (in its sandbox, tens of ms), so one diff says it all: each file's status (`--raw`), whether it is binary
+  // (`--numstat`), NUL-separated, then after an empty field the `-U0` patch with the lines each file adds.
+  const diffOf = (revisions: readonly string[]) =>
+    git(
+      ctx,
+      root,
+      [
+        ...["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--relative", "-M"],
+        ...["--raw", "--numstat", "-p", "-U0", "-z", ...revisions, "--", "."],
+      ],
+      PATCH_BYTES,
+    );
+  // The staged change names no base (git diff --cached compares the index with HEAD, or with nothing before the first
+  // commit), so its diff runs beside the work tree's check instead of after it.
+  const staged = request.mode === "staged" ? diffOf(["--cached"]) : null;
+  staged?.catch(() => {}); // a root that is not a working tree is openWorkTree's to say
   const tree = await openWorkTree(ctx, root);
   const base = tree.head ?? EMPTY_TREE;
   let revisions: string[];
@@ -99,15 +116,10 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
     await checkRevisions(ctx, root, request.revisions ?? []);
     revisions = ["--end-of-options", ...request.revisions!];
   } else {
-    revisions = request.mode === "staged" ? ["--cached", base] : [base];
+    revisions = [base];
   }
-  // Paths come relative to the root (`--relative`), and only from under it (`-- .`).
-  const common = ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--relative", "-M"];
-  // Each git is a process to start, which blocks the server's thread while it forks: one diff says it all. Each
-  // file's status (`--raw`), whether it is binary (`--numstat`), NUL-separated, then after an empty field the `-U0`
-  // patch with the lines each file adds.
   const [diff, status] = await Promise.all([
-    git(ctx, root, [...common, "--raw", "--numstat", "-p", "-U0", "-z", ...revisions, "--", "."], PATCH_BYTES),
+    staged ?? diffOf(revisions),
     request.mode === "working"
       ? git(ctx, root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
       : null,
