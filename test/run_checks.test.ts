@@ -228,6 +228,7 @@ describe(`run_checks (${runtimeName})`, () => {
       /^PASS: \d+ check\(s\) ran over 1 changed file\(s\) and found nothing at or above high\.$/,
     );
     assert.equal(answer!.reducedCoverage, false);
+    assert.equal((answer as unknown as { manifest: unknown }).manifest, null, "no manifest in the root");
     sh(repo, "git", "commit", "-q", "-m", "fix");
   });
 

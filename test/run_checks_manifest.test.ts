@@ -27,6 +27,7 @@ interface Answer {
   findings: { check: string; file: string | null; line: number | null; rule: string | null; message: string }[];
   reducedCoverage: boolean;
   coverageReasons: string[];
+  manifest: { digest: string; signer: { principal: string; fingerprint: string } } | null;
 }
 
 function run(cwd: string, ...argv: string[]): string {
@@ -280,6 +281,11 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
       "other/bad.ts is outside the manifest's files glob",
     );
     assert.match(answer.findings[0].message, /^git exited with 0/);
+    // The answer names what it trusted: the manifest's digest and who signed it, as pinned.
+    assert.deepEqual(answer.manifest, {
+      digest: digests.good,
+      signer: { principal: "trusted@warden.invalid", fingerprint: fingerprints.trusted },
+    });
     assert.match(
       answer.summary,
       /^FAIL: not safe to ship: 2 finding\(s\) at or above high \(repo\/no-ship-marker: 1, repo\/deno-lint: 1\)\.$/,

@@ -89,6 +89,16 @@ export const RUN_OUTPUT = {
     filesBeforeFilters: v.number(),
   }),
   group: v.string(),
+  /** The repository's check manifest, when the root has one the operator trusts (its checks are group `repo`). */
+  manifest: v.pipe(
+    v.nullable(v.object({
+      digest: v.string(),
+      signer: v.object({ principal: v.string(), fingerprint: v.string() }),
+    })),
+    v.description(
+      "The repository's check manifest (.warden/checks.json) this run trusted: its digest and who signed it; null when the root has none.",
+    ),
+  ),
   failOn: v.string(),
   minSeverity: v.string(),
   ...SIGNAL_OUTPUT,

@@ -247,6 +247,7 @@ export async function runChecks(
       filesBeforeFilters: scoped.filesBeforeFilters,
     },
     group,
+    manifest: manifest === null ? null : { digest: manifest.digest, signer: manifest.signer },
     failOn,
     minSeverity,
     ...content,
