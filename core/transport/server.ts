@@ -239,6 +239,16 @@ export async function serve(options: ServeOptions): Promise<void> {
     spawner: options.spawner,
     manifests: options.manifests,
   };
+  /**
+   * The job host, once the jobs of earlier processes are read (by the deferred start-up work, which tools/call waits
+   * for too); `method` is not found where no tool runs as a job.
+   */
+  const jobsFor = async (method: string, why: string): Promise<JobHost> => {
+    startDeferred?.();
+    if (pending) await pending;
+    if (!options.jobs) throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method} (${why})`);
+    return options.jobs;
+  };
   /** The tools/call requests that came task-augmented, by id (see checkEveryRequest). */
   const asTask = new Set<string>();
   const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
@@ -324,16 +334,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       case "tasks/result":
       case "tasks/list":
       case "tasks/cancel": {
-        // The jobs of earlier processes are read by the deferred start-up work, as tools/call waits for it.
-        startDeferred?.();
-        if (pending) await pending;
-        const jobs = options.jobs;
-        if (!jobs) {
-          throw new McpError(
-            ErrorCode.MethodNotFound,
-            `Method not found: ${request.method} (no tool runs as a task here)`,
-          );
-        }
+        const jobs = await jobsFor(request.method, "no tool runs as a task here");
         if (request.method === "tasks/list") {
           if (params?.cursor !== undefined) {
             throw invalidParams(
@@ -357,15 +358,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       case "resources/list":
       case "resources/templates/list":
       case "resources/read": {
-        startDeferred?.();
-        if (pending) await pending;
-        const jobs = options.jobs;
-        if (!jobs) {
-          throw new McpError(
-            ErrorCode.MethodNotFound,
-            `Method not found: ${request.method} (no tool runs as a job here)`,
-          );
-        }
+        const jobs = await jobsFor(request.method, "no tool runs as a job here");
         if (request.method === "resources/read") {
           try {
             return { contents: [await jobs.readResource(params?.uri)] };
