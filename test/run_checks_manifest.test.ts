@@ -609,6 +609,10 @@ describe(`warden checks, refusing what it cannot act on (${runtimeName})`, () =>
       message: /^warden: Cannot read \.warden\/checks\.json in root "app": /,
     },
     { args: ["checks", "sign"], message: /^warden: Invalid command line: unknown checks command "sign"; / },
+    {
+      args: ["checks", "allow-signer", "ada@example.com", "--key"],
+      message: /^warden: Invalid command line: --key needs a value; run "warden checks help"\n$/,
+    },
   ];
   for (const { args, message } of refusals) {
     it(`refuses ${args.slice(1).join(" ")}`, async () => {

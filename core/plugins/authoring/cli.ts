@@ -33,19 +33,20 @@ const USAGE = `Usage:
   warden plugin list [--json]                  every plugin directory and its status
 `;
 
-function usage(detail: string): WardenError {
-  return new WardenError("config_invalid", problem("Invalid command line", detail, 'run "warden plugin help"'));
+function usageOf(detail: string, help = "warden plugin help"): WardenError {
+  return new WardenError("config_invalid", problem("Invalid command line", detail, `run "${help}"`));
 }
+const usage = (detail: string) => usageOf(detail);
 
 function out(text: string): void {
   platform().writeStdout(text.endsWith("\n") ? text : text + "\n");
 }
 
-function optionValue(args: string[], name: string): string | undefined {
+function optionValue(args: string[], name: string, help?: string): string | undefined {
   const i = args.indexOf(name);
   if (i === -1) return undefined;
   const value = args[i + 1];
-  if (value === undefined || value.startsWith("--")) throw usage(`${name} needs a value`);
+  if (value === undefined || value.startsWith("--")) throw usageOf(`${name} needs a value`, help);
   args.splice(i, 2);
   return value;
 }
@@ -292,9 +293,8 @@ export async function allowSignerCommand(
   namespace: string = PLUGIN_SIGNATURE_NAMESPACE,
   help = "warden plugin help",
 ): Promise<number> {
-  const usage = (detail: string) =>
-    new WardenError("config_invalid", problem("Invalid command line", detail, `run "${help}"`));
-  const keyFile = optionValue(args, "--key");
+  const usage = (detail: string) => usageOf(detail, help);
+  const keyFile = optionValue(args, "--key", help);
   const principal = args[0];
   if (!principal || !/^[^\s,"#*?!]+$/.test(principal)) {
     throw usage(
