@@ -146,6 +146,53 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     );
   });
 
+  it("writes a call's signal rows with one append, between its intent and its call row, every field as given", async () => {
+    const { dir, ledger, appends, rows } = await open("signals");
+    const declared = ledger.intent({ tool: "g", risk: "gate", plugin: null, principal: null, argsHash: sha256("{}") });
+    await declared.written;
+    const signal = (where: string) => ({
+      tool: "g",
+      job: "job_" + "0".repeat(32),
+      intent: declared.seq,
+      source: "output" as const,
+      where,
+      rule: "verdict-directive",
+      spanHash: "0123456789abcdef",
+    });
+    const before = appends.length;
+    assert.deepEqual(await ledger.signals([signal("findings[0].message"), signal('logs["x"].stderr')]), { ok: true });
+    assert.equal(appends.length, before + 1, "the two rows in one append");
+    assert.deepEqual(await ledger.signals([]), { ok: true });
+    assert.equal(appends.length, before + 1, "no signal, nothing written");
+    await ledger.call(finished("g", { risk: "gate", intent: declared.seq }));
+    await ledger.seal();
+    const written = rows().map((line) => JSON.parse(line));
+    assert.deepEqual(written.map((row) => row.kind), ["anchor", "intent", "signal", "signal", "call", "seal"]);
+    const { pid, prev, time, ...fields } = written[2];
+    assert.deepEqual(fields, {
+      intent: 2,
+      job: "job_" + "0".repeat(32),
+      kind: "signal",
+      rule: "verdict-directive",
+      seq: 3,
+      source: "output",
+      spanHash: "0123456789abcdef",
+      tool: "g",
+      v: 3,
+      where: "findings[0].message",
+    });
+    assert.equal(pid, written[1].pid);
+    assert.equal(prev, written[1].prev, "in the intent's group");
+    assert.equal(time, written[3].time, "written together");
+    assert.equal(written[3].where, 'logs["x"].stderr');
+    assert.deepEqual((await verifyLedger(dir)).status, "intact");
+    // After the seal, signals are refused like any row.
+    assert.deepEqual(await ledger.signals([signal("late")]), {
+      ok: false,
+      error: "the call ledger is sealed (the server is stopping); this call is not recorded",
+    });
+  });
+
   it("seals after the rows still queued, refuses rows after the seal, and writes nothing without a row", async () => {
     const { dir, ledger, rows } = await open("seal");
     const queued = ledger.call(finished("late"));
@@ -194,6 +241,16 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     ]);
     fail = false;
     assert.deepEqual(await ledger.call(finished("d")), { ok: false, error });
+    const signal = {
+      tool: "d",
+      job: null,
+      intent: null,
+      source: "input" as const,
+      where: "path",
+      rule: "r",
+      spanHash: "0".repeat(16),
+    };
+    assert.deepEqual(await ledger.signals([signal]), { ok: false, error }, "a signal's row too");
     await ledger.seal();
     assert.equal(appends.length, 1, "the first append only: a broken chain gets no row and no seal");
   });
