@@ -9,7 +9,6 @@
 import * as v from "valibot";
 import type { CatalogEntry } from "../catalog.ts";
 import type { CallOptions } from "../call/run.ts";
-import { argumentsProblem } from "../call/messages.ts";
 import { problem, WardenError } from "../errors.ts";
 import { governedCall } from "../governance/governed_call.ts";
 import type { Ledger } from "../governance/ledger.ts";
