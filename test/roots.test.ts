@@ -156,6 +156,18 @@ describe(`root confinement (${runtimeName})`, () => {
       message: /^Not found in root "app": "src\/a\.ts\/more"$/,
       code: "not_found",
     },
+    {
+      title: "a read of a directory",
+      args: { op: "read", path: "src/nested" },
+      message: /^Not a file in root "app": "src\/nested"$/,
+      code: "not_found",
+    },
+    {
+      title: "a list of a file",
+      args: { op: "list", path: "src/a.ts" },
+      message: /^Not a directory in root "app": "src\/a\.ts"$/,
+      code: "not_found",
+    },
   ];
   for (const { title, args, message, code } of refusals) {
     it(`refuses ${title}`, async () => {
@@ -168,6 +180,18 @@ describe(`root confinement (${runtimeName})`, () => {
       assert.ok(!text.includes("top secret"));
     });
   }
+
+  it("stats each list afresh: the same list on another root, a longer list, a list sharing only its start", async () => {
+    const stats = async (root: string, paths: string[]) =>
+      (JSON.parse(textOf(await call({ op: "stats", root, path: ".", paths }))) as ({ path: string } | null)[])
+        .map((info) => info?.path ?? null);
+    const both = ["src/a.ts", "guide.md"];
+    assert.deepEqual(await stats("app", both), ["src/a.ts", null]);
+    assert.deepEqual(await stats("docs", both), [null, "guide.md"], "the other root's files, not the last plan's");
+    assert.deepEqual(await stats("app", ["src/a.ts"]), ["src/a.ts"]);
+    assert.deepEqual(await stats("app", ["src/a.ts", "src/nested/b.ts"]), ["src/a.ts", "src/nested/b.ts"]);
+    assert.deepEqual(await stats("app", ["src/a.ts", "src/nested/none.ts"]), ["src/a.ts", null]);
+  });
 
   it("names a path in its normal form, whatever form it was given in", async () => {
     for (const given of ["./src/a.ts", "src/./a.ts", "src/nested/../a.ts", "src//a.ts"]) {
