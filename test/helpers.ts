@@ -6,7 +6,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -288,4 +288,18 @@ export function shellQuote(word: string): string {
 export function skipOrFail(t: { skip(message?: string): void }, why: string): void {
   if (process.env.CI === "true") throw new Error(`CI installs everything the tests need, yet: ${why}`);
   t.skip(why);
+}
+
+/**
+ * Runs a program (git, mostly) in `cwd` with no system or global git configuration, so fixture repositories are the
+ * same on every machine; its stdout, or a throw with its stderr when it fails.
+ */
+export function sh(cwd: string, ...argv: string[]): string {
+  const run = spawnSync(argv[0], argv.slice(1), {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+  });
+  if (run.status !== 0) throw new Error(`${argv.join(" ")} failed: ${run.stderr}`);
+  return run.stdout;
 }

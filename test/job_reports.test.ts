@@ -4,7 +4,6 @@
 // of naming something else is refused; a restarted server still serves them; retention removes them with their job;
 // a report directory that cannot be made refuses the start.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
@@ -15,18 +14,9 @@ import { Spawner } from "../core/doors/spawn.ts";
 import { FileJobReports, type JobReport } from "../core/jobs/reports.ts";
 import { initPlatform } from "../core/platform/mod.ts";
 import type { HostFacts } from "../core/tool.ts";
-import { connect, eventually, repoRoot, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+import { connect, eventually, repoRoot, runtimeName, type Session, sh, tempDir, textOf } from "./helpers.ts";
 
 const DENO = path.join(repoRoot, "node_modules/.bin");
-
-function sh(cwd: string, ...argv: string[]): void {
-  const run = spawnSync(argv[0], argv.slice(1), {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
-  });
-  if (run.status !== 0) throw new Error(`${argv.join(" ")} failed: ${run.stderr}`);
-}
 
 interface McpFailure {
   code: number;

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { bwrapPath, connect, repoRoot, runtimeName, type Session, skipOrFail, tempDir, textOf } from "./helpers.ts";
+import { bwrapPath, connect, repoRoot, runtimeName, type Session, sh, skipOrFail, tempDir, textOf } from "./helpers.ts";
 
 interface Finding {
   check: string;
@@ -42,16 +42,6 @@ interface Answer {
 
 /** Minutes: tsc loads a 9 MB compiler on a machine shared with other work. */
 const CALL_TIMEOUT_MS = 5 * 60_000;
-
-function sh(cwd: string, ...argv: string[]): string {
-  const run = spawnSync(argv[0], argv.slice(1), {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
-  });
-  if (run.status !== 0) throw new Error(`${argv.join(" ")} failed: ${run.stderr}`);
-  return run.stdout;
-}
 
 /** A git repository with one commit of `files`. */
 function repository(dir: string, files: Record<string, string>): void {

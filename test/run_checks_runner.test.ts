@@ -5,7 +5,6 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import { createContext } from "../core/context.ts";
 import { openRoots, type RootFs } from "../core/doors/roots.ts";
@@ -17,16 +16,7 @@ import { pathMapper, type ProgramCheck, runProgramCheck } from "../tools/lib/che
 import { runChecks } from "../tools/lib/checks/run.ts";
 import { baseReader } from "../tools/lib/checks/scope.ts";
 import type { BuiltinCheck, ChangeScope, Finding } from "../tools/lib/checks/types.ts";
-import { runtimeName, tempDir } from "./helpers.ts";
-
-function sh(cwd: string, ...argv: string[]): void {
-  const run = spawnSync(argv[0], argv.slice(1), {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
-  });
-  if (run.status !== 0) throw new Error(`${argv.join(" ")} failed: ${run.stderr}`);
-}
+import { runtimeName, sh, tempDir } from "./helpers.ts";
 
 /** A built-in check that records the scope it got and reports what it is told to. */
 function recording(found: (scope: ChangeScope) => Finding[]): BuiltinCheck & { scopes: ChangeScope[] } {
