@@ -33,10 +33,9 @@ const USAGE = `Usage:
   warden plugin list [--json]                  every plugin directory and its status
 `;
 
-function usageOf(detail: string, help = "warden plugin help"): WardenError {
+function usage(detail: string, help = "warden plugin help"): WardenError {
   return new WardenError("config_invalid", problem("Invalid command line", detail, `run "${help}"`));
 }
-const usage = (detail: string) => usageOf(detail);
 
 function out(text: string): void {
   platform().writeStdout(text.endsWith("\n") ? text : text + "\n");
@@ -46,7 +45,7 @@ function optionValue(args: string[], name: string, help?: string): string | unde
   const i = args.indexOf(name);
   if (i === -1) return undefined;
   const value = args[i + 1];
-  if (value === undefined || value.startsWith("--")) throw usageOf(`${name} needs a value`, help);
+  if (value === undefined || value.startsWith("--")) throw usage(`${name} needs a value`, help);
   args.splice(i, 2);
   return value;
 }
@@ -293,7 +292,6 @@ export async function allowSignerCommand(
   namespace: string = PLUGIN_SIGNATURE_NAMESPACE,
   help = "warden plugin help",
 ): Promise<number> {
-  const usage = (detail: string) => usageOf(detail, help);
   const keyFile = optionValue(args, "--key", help);
   const principal = args[0];
   if (!principal || !/^[^\s,"#*?!]+$/.test(principal)) {
@@ -301,9 +299,10 @@ export async function allowSignerCommand(
       `the principal must be one word without spaces, commas, quotes or wildcards (e.g. an email), received ${
         received(principal)
       }`,
+      help,
     );
   }
-  if (!keyFile) throw usage("--key <public key file> is required");
+  if (!keyFile) throw usage("--key <public key file> is required", help);
   const key = await parsePublicKey(
     await readText(path.resolve(platform().cwd(), keyFile), "the public key", "pass --key <file.pub>"),
   );
