@@ -3,7 +3,7 @@
 // min_severity, a built-in check that cannot give a verdict, and a group with nothing to run.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createContext } from "../core/context.ts";
@@ -14,7 +14,7 @@ import { initPlatform } from "../core/platform/mod.ts";
 import type { GateContext, HostFacts } from "../core/tool.ts";
 import { pathMapper, type ProgramCheck, runProgramCheck } from "../tools/lib/checks/program.ts";
 import { runChecks } from "../tools/lib/checks/run.ts";
-import { baseReader } from "../tools/lib/checks/scope.ts";
+import { baseReader, changeScope } from "../tools/lib/checks/scope.ts";
 import type { BuiltinCheck, ChangeScope, Finding } from "../tools/lib/checks/types.ts";
 import { runtimeName, sh, tempDir } from "./helpers.ts";
 
@@ -144,6 +144,81 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
     ]);
     // The batch answers src/keep.ts and stops at latin1.ts's byte that is not UTF-8; the rest are read one by one.
     assert.equal(spawned, 5);
+  });
+
+  it("takes the files as they were from the change's own patch, each as git has it, and leaves out what it cannot", async () => {
+    const repo = path.join(work.dir, "..", `${path.basename(work.dir)}-before`);
+    mkdirSync(repo);
+    try {
+      const files: Record<string, string | Uint8Array> = {
+        "plain.ts": "export const a = 1;\nexport const b = 2;\n",
+        "no-break.ts": "export const last = 1;",
+        "crlf.ts": "export const x = 1;\r\nexport const y = 2;\r\n",
+        "emptied.ts": "export const gone = 1;\n",
+        "was-empty.ts": "",
+        "deleted.ts": "import { a } from './plain.ts';\nexport const d = a;\n",
+        "moved.ts": "one\ntwo\nthree\nfour\nfive\nsix\n",
+        "same.ts": "export const same = 1;\n",
+        "latin1.ts": new Uint8Array([0x2f, 0x2f, 0x20, 0xe9, 0x0a]),
+        "-- dashes.ts": "-- not a header\n--- nor this\n",
+      };
+      for (const [name, text] of Object.entries(files)) writeFileSync(path.join(repo, name), text);
+      sh(repo, "git", "init", "-q", "-b", "main");
+      sh(repo, "git", "add", "-A");
+      sh(repo, "git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "start");
+      writeFileSync(path.join(repo, "plain.ts"), "export const a = 1;\nexport const c = 3;\n");
+      writeFileSync(path.join(repo, "no-break.ts"), "export const last = 2;");
+      writeFileSync(path.join(repo, "crlf.ts"), "export const x = 1;\r\n");
+      writeFileSync(path.join(repo, "emptied.ts"), "");
+      writeFileSync(path.join(repo, "was-empty.ts"), "export const now = 1;\n");
+      writeFileSync(path.join(repo, "latin1.ts"), new Uint8Array([0x2f, 0x2f, 0x20, 0xe8, 0x0a]));
+      writeFileSync(path.join(repo, "-- dashes.ts"), "--- still not\n");
+      sh(repo, "git", "rm", "-q", "deleted.ts");
+      sh(repo, "git", "mv", "moved.ts", "renamed.ts");
+      writeFileSync(path.join(repo, "renamed.ts"), "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
+      sh(repo, "git", "mv", "same.ts", "same-renamed.ts");
+      sh(repo, "git", "add", "-A");
+      const beforeFs = await openRoots([{ id: "before", path: repo }]);
+      const spawner = new Spawner();
+      await spawner.resolve(["git"]);
+      const gate = createContext("gate", {
+        signal: () => new AbortController().signal,
+        fs: beforeFs,
+        host: {
+          programs: { git: true },
+          gateIsolation: () => spawner.isolation(),
+          allowUnisolated: [],
+        } as unknown as HostFacts,
+        tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
+        deadline: Date.now() + 120_000,
+        spawner,
+      });
+      const { before, scope } = await changeScope(gate, { root: "before", mode: "staged" });
+      // git ends a name with a space in it with a tab in the patch's header lines.
+      assert.deepEqual(scope.files.find((file) => file.path === "-- dashes.ts")?.addedLines, [
+        { line: 1, text: "--- still not" },
+      ]);
+      const whole = ["-- dashes.ts", "crlf.ts", "deleted.ts", "emptied.ts", "moved.ts", "no-break.ts", "plain.ts"];
+      // A file empty before has no lines to show; a pure rename has no hunk; bytes that are not UTF-8 are git's to read.
+      assert.deepEqual([...before.keys()].sort(), [...whole, "was-empty.ts"]);
+      for (const name of [...whole, "was-empty.ts"]) {
+        assert.equal(before.get(name), sh(repo, "git", "show", `HEAD:${name}`), name);
+      }
+      // The same files through baseReader, given them, spawn no git; what it was not given, it reads.
+      let spawned = 0;
+      const counting = {
+        ...gate,
+        spawn: (...args: Parameters<GateContext["spawn"]>) => (spawned++, gate.spawn(...args)),
+      };
+      const texts = await baseReader(counting, "before", "HEAD", before)(whole);
+      assert.deepEqual(Object.fromEntries(texts), Object.fromEntries(whole.map((name) => [name, before.get(name)])));
+      assert.equal(spawned, 0);
+      const rest = await baseReader(counting, "before", "HEAD", before)(["same.ts", "plain.ts"]);
+      assert.deepEqual([...rest], [["plain.ts", before.get("plain.ts")], ["same.ts", "export const same = 1;\n"]]);
+      assert.equal(spawned, 1);
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
+    }
   });
 
   it("reads the staged change of a repository before its first commit as files added", async () => {

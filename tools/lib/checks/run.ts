@@ -103,7 +103,7 @@ export async function runChecks(
   const hidePath = (text: string) =>
     text.replaceAll(scoped.rootPath, "").replaceAll(scoped.rootPath.replace(/\/$/, ""), ".");
   // warden's own checks read the files as they were before the change through git (exports the change left dead).
-  const hygiene = options.hygiene ?? hygieneChecks({}, { readBase: baseReader(ctx, root, scoped.base) });
+  const hygiene = options.hygiene ?? hygieneChecks({}, { readBase: baseReader(ctx, root, scoped.base, scoped.before) });
   const plan = await planGroup(group, ctx, root, hygiene, manifest?.checks ?? null);
   const isolation = await ctx.host.gateIsolation();
 

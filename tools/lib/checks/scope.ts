@@ -36,9 +36,13 @@ export interface ScopeResult {
   readonly rootPath: string;
   /** The commit (or the empty tree) the change is measured from: the files as they were before it. */
   readonly base: string;
+  /** Files as they were at `base`, by their old path, where the patch held them whole (see filesBefore). */
+  readonly before: ReadonlyMap<string, string>;
 }
 
 const PATCH_BYTES = 16 * 1024 * 1024;
+/** git's largest context: each changed file's hunk holds the whole file. */
+const WHOLE_FILE = 2_147_483_647;
 /** What one batch of files read at the base may hold; beyond it the rest are read one by one. */
 const BATCH_BYTES = 16 * 1024 * 1024;
 /** Largest untracked file whose lines are read as added. */
@@ -94,14 +98,16 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
   const { root } = request;
   // Paths come relative to the root (`--relative`), and only from under it (`-- .`). Each git is a process to start
   // (in its sandbox, tens of ms), so one diff says it all: each file's status (`--raw`), whether it is binary
-  // (`--numstat`), NUL-separated, then after an empty field the `-U0` patch with the lines each file adds.
-  const diffOf = (revisions: readonly string[]) =>
+  // (`--numstat`), NUL-separated, then after an empty field the patch with the lines each file adds. The patch
+  // carries each changed file whole (its context unbounded), so the dead-exports check reads the files as they were
+  // from it instead of from one more git; a change too large for that is read again with no context.
+  const diffOf = (revisions: readonly string[], context = WHOLE_FILE) =>
     git(
       ctx,
       root,
       [
         ...["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--relative", "-M"],
-        ...["--raw", "--numstat", "-p", "-U0", "-z", ...revisions, "--", "."],
+        ...["--raw", "--numstat", "-p", `-U${context}`, "-z", ...revisions, "--", "."],
       ],
       PATCH_BYTES,
     );
@@ -118,17 +124,19 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
   } else {
     revisions = [base];
   }
-  const [diff, status] = await Promise.all([
+  const [whole, status] = await Promise.all([
     staged ?? diffOf(revisions),
     request.mode === "working"
       ? git(ctx, root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
       : null,
   ]);
-  for (const result of [diff, status]) {
+  for (const result of [whole, status]) {
     if (result && result.exitCode !== 0) {
       throw new WardenError("tool_failed", problem("git failed", firstLine(result.stderr)));
     }
   }
+  const diff = whole.stdoutTruncated ? await diffOf(request.mode === "staged" ? ["--cached"] : revisions, 0) : whole;
+  if (diff.exitCode !== 0) throw new WardenError("tool_failed", problem("git failed", firstLine(diff.stderr)));
   const patchAt = diff.stdout.indexOf("\0\0");
 
   const files = new Map<string, { -readonly [K in keyof ChangedFile]: ChangedFile[K] }>();
@@ -184,6 +192,7 @@ export async function changeScope(ctx: GateContext, request: ScopeRequest): Prom
     unread,
     rootPath: `${tree.top}/${tree.prefix}`,
     base: request.mode === "range" ? await rangeBase(ctx, root, request.revisions!) : base,
+    before: diff === whole && patchAt !== -1 ? filesBefore(diff.stdout.slice(patchAt + 2)) : new Map(),
   };
 }
 
@@ -207,7 +216,12 @@ async function rangeBase(ctx: GateContext, root: string, revisions: readonly str
  * that is not UTF-8) is read alone with `git show`. `./` makes git take the path relative to the root, which may be
  * below the repository's top.
  */
-export function baseReader(ctx: GateContext, root: string, base: string): BaseReader {
+export function baseReader(
+  ctx: GateContext,
+  root: string,
+  base: string,
+  known: ReadonlyMap<string, string> = new Map(),
+): BaseReader {
   const showOne = async (path: string): Promise<string | null> => {
     // `cat-file blob`, not `show`: a directory there is no file (show would list it).
     const shown = await git(ctx, root, ["cat-file", "blob", `${base}:./${path}`]);
@@ -215,7 +229,8 @@ export function baseReader(ctx: GateContext, root: string, base: string): BaseRe
   };
   return async (paths) => {
     const texts = new Map<string, string | null>();
-    const batch = [...new Set(paths)].filter((path) => !/[\r\n]/.test(path));
+    for (const path of paths) if (known.has(path)) texts.set(path, known.get(path)!);
+    const batch = [...new Set(paths)].filter((path) => !texts.has(path) && !/[\r\n]/.test(path));
     if (batch.length > 0) {
       const input = batch.map((path) => `${base}:./${path}\n`).join("");
       const shown = await git(ctx, root, ["cat-file", "--batch"], BATCH_BYTES, input);
@@ -295,7 +310,7 @@ export function addedLines(patch: string): Map<string, { line: number; text: str
       current = null;
       inHunk = false;
     } else if (!inHunk && line.startsWith("+++ ")) {
-      const name = unquote(line.slice(4));
+      const name = headerPath(line);
       current = name.startsWith("b/") ? [] : null;
       if (current) out.set(name.slice(2), current);
     } else if (line.startsWith("@@ ")) {
@@ -309,6 +324,60 @@ export function addedLines(patch: string): Map<string, { line: number; text: str
     }
   }
   return out;
+}
+
+/**
+ * The files as they were before the change, from a patch with unbounded context, by their old paths: a file's one hunk
+ * then starts at its first line and holds every line it had (context and removed), which is checked against the
+ * hunk's own count. A file with no hunk (a pure rename, a mode change), more than one, text that was not UTF-8 or a
+ * count that does not match is left out, to be read from git.
+ */
+export function filesBefore(patch: string): Map<string, string> {
+  const out = new Map<string, string>();
+  let name: string | null = null;
+  let lines: string[] = [];
+  let expected = -1;
+  let hunks = 0;
+  let endsWithoutBreak = false;
+  let last = "";
+  const close = () => {
+    if (name !== null && hunks === 1 && lines.length === expected) {
+      const text = lines.join("\n") + (lines.length > 0 && !endsWithoutBreak ? "\n" : "");
+      if (!text.includes("\uFFFD")) out.set(name, text);
+    }
+    name = null;
+  };
+  for (const line of patch.split("\n")) {
+    if (line.startsWith("diff --git ")) {
+      close();
+      lines = [];
+      hunks = 0;
+      expected = -1;
+      endsWithoutBreak = false;
+    } else if (hunks === 0 && line.startsWith("--- ")) {
+      const old = headerPath(line);
+      name = old.startsWith("a/") ? old.slice(2) : null;
+    } else if (line.startsWith("@@ ")) {
+      const hunk = /^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@/.exec(line);
+      hunks++;
+      expected = hunk && (hunk[1] === "1" || hunk[2] === "0") ? Number(hunk[2] ?? 1) : -2;
+    } else if (hunks > 0 && (line.startsWith(" ") || line.startsWith("-"))) {
+      lines.push(line.slice(1));
+      last = line[0];
+      continue;
+    } else if (hunks > 0 && line.startsWith("\\")) {
+      // "\ No newline at end of file" is about the line before it: the old file's last when that was context or removed.
+      if (last === " " || last === "-") endsWithoutBreak = true;
+    }
+    if (line.startsWith("+")) last = "+";
+  }
+  close();
+  return out;
+}
+
+/** The path of a `--- ` or `+++ ` line: git ends a name holding a space with a tab there, which is no part of it. */
+function headerPath(line: string): string {
+  return unquote(line.slice(4).replace(/\t$/, ""));
 }
 
 /** A path as git prints it in a patch header: C-quoted (`"b/t\tab"`) when it holds special characters. */
