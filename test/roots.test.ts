@@ -213,6 +213,55 @@ describe(`root confinement (${runtimeName})`, () => {
     assert.deepEqual(files, ["src/a.ts", "src/alias.ts", "src/nested/b.ts"]);
   });
 
+  it("globs with its options: dot files, .gitignore off, ignore patterns from a cwd, several patterns with a negation", async () => {
+    mkdirSync(path.join(rootDir, "dots", ".hidden"), { recursive: true });
+    mkdirSync(path.join(rootDir, "dots", ".git"), { recursive: true });
+    writeFileSync(path.join(rootDir, "dots", ".env.ts"), "");
+    writeFileSync(path.join(rootDir, "dots", ".hidden", "h.ts"), "");
+    writeFileSync(path.join(rootDir, "dots", ".git", "config.ts"), "");
+    writeFileSync(path.join(rootDir, "dots", "seen.ts"), "");
+    const glob = async (args: Record<string, unknown>) => JSON.parse(textOf(await call({ op: "glob", ...args })));
+    assert.deepEqual(await glob({ path: "dots/**" }), ["dots/seen.ts"]);
+    // .git is never globbed, dot or not.
+    assert.deepEqual(await glob({ path: "dots/**", dot: true }), ["dots/.env.ts", "dots/.hidden/h.ts", "dots/seen.ts"]);
+    assert.deepEqual(await glob({ path: "src/**/*.ts", gitignore: false }), [
+      "src/a.ts",
+      "src/alias.ts",
+      "src/ignored.ts",
+      "src/nested/b.ts",
+    ]);
+    // ignore patterns, like the patterns, are relative to cwd.
+    assert.deepEqual(await glob({ path: "**/*.ts", cwd: "src", ignore: ["nested/**"] }), ["src/a.ts", "src/alias.ts"]);
+    assert.deepEqual(await glob({ path: "", patterns: ["**/*.ts", "!**/alias.ts"], cwd: "src" }), [
+      "src/a.ts",
+      "src/nested/b.ts",
+    ]);
+  });
+
+  it("refuses a glob pattern or an ignore pattern that could leave the root, naming it", async () => {
+    for (
+      const args of [
+        { path: "../*" },
+        { path: "src/../../*" },
+        { path: "/etc/*" },
+        { path: "", patterns: ["src/*.ts", "!../x"] },
+        { path: "*.ts", ignore: ["../secret.txt"] },
+        { path: "*.ts", ignore: ["/tmp"] },
+      ]
+    ) {
+      const result = await call({ op: "glob", ...args });
+      assert.equal(result.isError, true, JSON.stringify(args));
+      const bad = args.ignore?.[0] ?? args.patterns?.[1] ?? args.path;
+      assert.equal(
+        textOf(result),
+        `Glob pattern refused: ${
+          JSON.stringify(bad)
+        } could leave the root; use a pattern relative to the root, without \`..\``,
+      );
+      assert.equal((result._meta as Record<string, unknown>)["warden/error_code"], "path_refused");
+    }
+  });
+
   it("lists a directory with kinds, sorted, and stats with root-relative paths", async () => {
     assert.deepEqual(JSON.parse(textOf(await call({ op: "list", path: "src" }))), [
       { name: "a.ts", kind: "file" },
@@ -366,6 +415,23 @@ describe(`root confinement (${runtimeName})`, () => {
     writeFileSync(path.join(rootDir, "again", "link", "f1.txt"), "plain");
     assert.deepEqual(await kinds(), [null, null, "file", null]);
     assert.deepEqual(await kinds(), await asStatSays());
+  });
+
+  it("stats a list again after the one directory it went through became a symlink leading out", async () => {
+    // The plan of the first call relies on solo/ alone (the root itself needs no check): the second call must see that
+    // solo/ is now a symlink, not reuse the plan and lstat through the link to the files outside.
+    mkdirSync(path.join(rootDir, "solo"));
+    mkdirSync(path.join(work.dir, "solo-out"));
+    for (const name of ["a.txt", "b.txt"]) {
+      writeFileSync(path.join(rootDir, "solo", name), "in");
+      writeFileSync(path.join(work.dir, "solo-out", name), "outside!");
+    }
+    const paths = ["solo/a.txt", "solo/b.txt"];
+    const stats = async () => JSON.parse(textOf(await call({ op: "stats", path: "", paths })));
+    assert.deepEqual((await stats()).map((b: { size: number }) => b.size), [2, 2]);
+    renameSync(path.join(rootDir, "solo"), path.join(rootDir, "solo-moved"));
+    symlinkSync(path.join(work.dir, "solo-out"), path.join(rootDir, "solo"));
+    assert.deepEqual(await stats(), [null, null]);
   });
 
   it("refuses to start with a root that does not exist, naming it", async () => {
