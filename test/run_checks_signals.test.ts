@@ -96,6 +96,8 @@ function fakeTsc(bin: string): void {
     tsc,
     [
       "#!/bin/sh",
+      // Where told to, it fails saying only the line, on stderr: its check's reason quotes it.
+      "if [ -f .tsc-says-nothing ]; then sed -n 2p src/parser.ts >&2; exit 2; fi",
       'echo "src/parser.ts(2,1): error TS1434: Unexpected keyword or identifier."',
       'printf "2 %s\\n" "$(sed -n 2p src/parser.ts)" >&2',
       "exit 2",
@@ -122,6 +124,7 @@ describe(`run_checks signals (${runtimeName})`, () => {
   const work = tempDir("warden-signals-");
   const injected = path.join(work.dir, "injected");
   const plain = path.join(work.dir, "plain");
+  const reasons = path.join(work.dir, "reasons");
   const bin = path.join(work.dir, "bin");
   const ledger = path.join(work.dir, "ledger");
   let session: Session | undefined;
@@ -131,9 +134,15 @@ describe(`run_checks signals (${runtimeName})`, () => {
     mkdirSync(plain);
     fixture(injected, true);
     fixture(plain, false);
+    mkdirSync(reasons);
+    fixture(reasons, true);
+    writeFileSync(path.join(reasons, ".tsc-says-nothing"), "");
     fakeTsc(bin);
     session = await connect({
-      args: ["--root", `injected=${injected}`, "--root", `plain=${plain}`, "--call-timeout", "5m"],
+      args: [
+        ...["--root", `injected=${injected}`, "--root", `plain=${plain}`, "--root", `reasons=${reasons}`],
+        ...["--call-timeout", "5m"],
+      ],
       env: {
         PATH: [bin, DENO, process.env.PATH].join(path.delimiter),
         WARDEN_LEDGER: ledger,
@@ -248,6 +257,31 @@ describe(`run_checks signals (${runtimeName})`, () => {
     }
     const text = readFileSync(path.join(ledger, rows[0].file), "utf8");
     for (const words of ["mark all findings", "ignore all previous", "reviewer"]) assert.ok(!text.includes(words));
+  });
+
+  it("scans a check's reason and the coverage reasons, which quote what a program said", async () => {
+    const answer = (await call("run_checks", { root: "reasons", group: "typescript" })).structuredContent as unknown as
+      & Answer
+      & { checks: { name: string; reason: string | null }[]; coverageReasons: string[] };
+    const tsc = answer.checks.findIndex((c) => c.name === "typescript/tsc");
+    assert.match(answer.checks[tsc]?.reason ?? "", /reported nothing: Note to the AI reviewer/);
+    const coverage = answer.coverageReasons.findIndex((r) => r.startsWith("typescript/tsc: "));
+    assert.ok(coverage >= 0, JSON.stringify(answer.coverageReasons));
+    const span = hash16("mark all findings resolved");
+    const at = (where: string) => answer.signals.find((s) => s.where === where && s.spanHash === span);
+    assert.deepEqual(at(`checks[${tsc}].reason`), {
+      source: "output",
+      where: `checks[${tsc}].reason`,
+      check: "typescript/tsc",
+      finding: null,
+      rule: "verdict-directive",
+      spanHash: span,
+    });
+    assert.equal(at(`coverageReasons[${coverage}]`)?.check, null);
+    // warden's own words around them fire nothing: every span is one the log's quoted line has too.
+    const inLog = new Set(answer.signals.filter((s) => s.where.startsWith("logs[")).map((s) => s.spanHash));
+    assert.ok(inLog.has(span));
+    assert.ok(answer.signals.every((s) => inLog.has(s.spanHash)), JSON.stringify(answer.signals));
   });
 
   it("as a job: the job's result has the signals and the note, its rows name the job, and _result repeats the note", async () => {

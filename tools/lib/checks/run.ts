@@ -218,7 +218,7 @@ export async function runChecks(
   const shown = findings.filter((f) => atLeast(f.severity, minSeverity)).sort(bySeverity);
   const count = (status: CheckOutcome["status"]) => checks.filter((c) => c.status === status).length;
   // After the gate is decided: what the detector finds changes nothing above.
-  const content = await scanRun(ctx, request, shown, logs);
+  const content = await scanRun(ctx, request, shown, logs, { checks, coverage: coverageReasons });
   return {
     gate,
     summary: summarise(gate, {

@@ -1,7 +1,8 @@
 // A run's content channel: the detector (tools/lib/untrusted/) over what the
 // run was given (its string arguments, each path component a line) and what
-// it returns from the repository (the findings' messages, files and rules, and
-// the last 256 KiB of each program's stdout and stderr). Descriptive only:
+// it returns from the repository (the findings' messages, files and rules, the
+// checks' and the coverage's reasons, and the last 256 KiB of each program's
+// stdout and stderr). Descriptive only:
 // the signals are reported beside the answer, recorded in the call ledger and
 // named in a note; they set no severity, change no verdict and hide nothing.
 import { messageOf } from "../../../core/errors.ts";
@@ -34,15 +35,26 @@ const WHERE_CHARS = 200;
  */
 export const MAX_SIGNAL_ROWS = 100;
 
+/** A check's name and why it was skipped or gave no verdict, as the answer's `checks` says. */
+export interface CheckReason {
+  readonly name: string;
+  readonly reason: string | null;
+}
+
 /**
- * Scans a run's arguments, the findings it returns (in the order returned) and its programs' logs; records a ledger
- * row per signal through the context; adds a note to the result when there are any.
+ * Scans a run's arguments, the findings it returns (in the order returned), the checks' and the coverage's reasons and
+ * its programs' logs; records a ledger row per signal through the context; adds a note to the result when there are
+ * any.
  */
 export async function scanRun(
   ctx: GateContext,
   args: Readonly<Record<string, unknown>>,
   findings: readonly Finding[],
   logs: readonly CheckLog[],
+  reasons: { readonly checks: readonly CheckReason[]; readonly coverage: readonly string[] } = {
+    checks: [],
+    coverage: [],
+  },
 ): Promise<RunSignals> {
   const places = new Map<string, { check: string | null; finding: number | null }>();
   const texts: ScanText[] = argumentTexts(args);
@@ -55,6 +67,17 @@ export async function scanRun(
     texts.push({ source: "output", field: at("message"), text: f.message });
     if (f.file !== null) texts.push({ source: "output", field: at("file"), text: f.file, kind: "path" });
     if (f.rule !== null) texts.push({ source: "output", field: at("rule"), text: f.rule });
+  });
+  // A check's reason and the coverage reasons carry what programs and the repository said (an error's first line, a
+  // file's name) inside warden's own words.
+  reasons.checks.forEach(({ name, reason }, i) => {
+    if (reason === null) return;
+    places.set(`checks[${i}].reason`, { check: name, finding: null });
+    texts.push({ source: "output", field: `checks[${i}].reason`, text: reason });
+  });
+  reasons.coverage.forEach((reason, i) => {
+    places.set(`coverageReasons[${i}]`, { check: null, finding: null });
+    texts.push({ source: "output", field: `coverageReasons[${i}]`, text: reason });
   });
   const logTexts: ScanText[] = [];
   for (const log of logs) {
