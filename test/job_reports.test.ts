@@ -4,7 +4,7 @@
 // of naming something else is refused; a restarted server still serves them; retention removes them with their job;
 // a report directory that cannot be made refuses the start.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -137,7 +137,10 @@ describe(`job reports (${runtimeName})`, () => {
         title: `Log lint-deno.log of ${jobId}`,
         description: "What a program check of the job printed, stdout and stderr as they came, fenced.",
         mimeType: "text/plain",
+        size: statSync(path.join(reportDir(jobId), "logs/lint-deno.log")).size,
       });
+      assert.equal(resources[0].size, statSync(path.join(reportDir(jobId), "result.json")).size);
+      assert.ok(resources.every((r) => (r.size ?? 0) > 0), "a log with output, a result: neither is empty");
       for (const file of ["result.json", "logs/lint-deno.log"]) {
         const first = await session.client.readResource({ uri: uriOf(jobId, file) });
         const second = await session.client.readResource({ uri: uriOf(jobId, file) });

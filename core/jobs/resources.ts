@@ -22,6 +22,8 @@ export interface ResourceEntry {
   readonly title: string;
   readonly description: string;
   readonly mimeType: "text/plain";
+  /** The report file's bytes, as stored; the body served adds the fence's two marker lines and its one line before. */
+  readonly size: number;
 }
 
 /** What resources/read answers for one URI. */
@@ -82,7 +84,7 @@ export function parseResourceUri(uri: unknown): { id: string; file: string } {
 export async function listResources(reports: JobReports, ids: readonly string[]): Promise<ResourceEntry[]> {
   const entries: ResourceEntry[] = [];
   for (const id of ids) {
-    for (const { file } of await reports.files(id)) {
+    for (const { file, size } of await reports.files(id)) {
       const uri = `${RESOURCE_SCHEME}${id}/${file}`;
       entries.push(
         file === RESULT_FILE
@@ -92,6 +94,7 @@ export async function listResources(reports: JobReports, ids: readonly string[])
             title: `Result of ${id}`,
             description: "The job as its <tool>_result answers it once it has finished, fenced as untrusted text.",
             mimeType: "text/plain",
+            size,
           }
           : {
             uri,
@@ -99,6 +102,7 @@ export async function listResources(reports: JobReports, ids: readonly string[])
             title: `Log ${file.slice("logs/".length)} of ${id}`,
             description: "What a program check of the job printed, stdout and stderr as they came, fenced.",
             mimeType: "text/plain",
+            size,
           },
       );
     }
