@@ -284,6 +284,27 @@ describe(`run_checks signals (${runtimeName})`, () => {
     assert.ok(answer.signals.every((s) => inLog.has(s.spanHash)), JSON.stringify(answer.signals));
   });
 
+  it("writes the rows with the first page: a page fetched with its cursor writes none and counts them skipped", async () => {
+    const signalRows = () => ledgerRows(ledger).filter((r) => r.row.kind === "signal").length;
+    const before = signalRows();
+    const first = (await call("run_checks", { ...args("injected", INJECTED_NAME), limit: 1 }))
+      .structuredContent as unknown as
+        & Answer
+        & { nextCursor?: string };
+    assert.equal(first.signals.length, 1, "one signal a page");
+    assert.equal(signalRows(), before + signals.length, "the first page's call writes the rows of the whole answer");
+    assert.deepEqual(first.signalRows, { written: signals.length, failed: 0, skipped: 0 });
+    assert.ok(first.nextCursor);
+    const second = (await call("run_checks", {
+      ...args("injected", INJECTED_NAME),
+      limit: 1,
+      cursor: first.nextCursor,
+    })).structuredContent as unknown as Answer;
+    assert.equal(signalRows(), before + signals.length, "no row for the same answer's second page");
+    assert.deepEqual(second.signalRows, { written: 0, failed: 0, skipped: signals.length });
+    assert.notDeepEqual(second.signals, first.signals, "the next page's signal");
+  });
+
   it("as a job: the job's result has the signals and the note, its rows name the job, and _result repeats the note", async () => {
     const started = await call("run_checks_start", args("injected", INJECTED_NAME));
     const jobId = (started.structuredContent as { jobId: string }).jobId;

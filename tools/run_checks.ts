@@ -30,12 +30,14 @@ export const tool = defineTool({
     const { limit: _limit, cursor: _cursor, ...request } = args;
     // The runner (git, the code graph, warden's own checks) loads with the first run, not at startup.
     const { runChecks } = await import("./lib/checks/run.ts");
-    const answer = await runChecks(request, ctx);
+    // A later page re-runs the checks (a cursor holds no answer) and is honoured only if the answer is the same: its
+    // signals were recorded by the call of the first page.
+    const answer = await runChecks(request, ctx, ctx.signal, { recordSignals: args.cursor === undefined });
     return await paginate(answer, {
       tool: "run_checks",
       args,
       lists: ["findings", "signals"],
-      volatile: ["durationMs", "checks"],
+      volatile: ["durationMs", "checks", "signalRows"],
     });
   },
 });

@@ -27,6 +27,11 @@ import {
 export interface RunOptions {
   /** The checks of the `hygiene` group (default: warden's own, HYGIENE_CHECKS). */
   readonly hygiene?: readonly BuiltinCheck[];
+  /**
+   * Whether to write the signals' ledger rows (default true). A later page of the same answer (a cursor, which is
+   * honoured only for that answer) writes none: the call of its first page wrote them.
+   */
+  readonly recordSignals?: boolean;
 }
 
 /** What a request asks for, checked against the roots and the repository's manifest. */
@@ -218,7 +223,14 @@ export async function runChecks(
   const shown = findings.filter((f) => atLeast(f.severity, minSeverity)).sort(bySeverity);
   const count = (status: CheckOutcome["status"]) => checks.filter((c) => c.status === status).length;
   // After the gate is decided: what the detector finds changes nothing above.
-  const content = await scanRun(ctx, request, shown, logs, { checks, coverage: coverageReasons });
+  const content = await scanRun(
+    ctx,
+    request,
+    shown,
+    logs,
+    { checks, coverage: coverageReasons },
+    options.recordSignals ?? true,
+  );
   return {
     gate,
     summary: summarise(gate, {

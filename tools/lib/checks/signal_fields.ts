@@ -42,7 +42,7 @@ export const SIGNAL_OUTPUT = {
   signalRows: v.pipe(
     v.object({ written: v.number(), failed: v.number(), skipped: v.number() }),
     v.description(
-      "The call ledger's rows for the signals, one per distinct signal (place, rule and span), at most 100 a run: written, those the ledger could not take, and the signals left without a row of their own (repeats, and those past the 100).",
+      "The call ledger's rows for the signals, one per distinct signal (place, rule and span), at most 100 a run: written, those the ledger could not take, and the signals left without a row of their own (repeats, those past the 100, and all of a page fetched with a cursor, whose first page's call wrote them).",
     ),
   ),
 };
