@@ -127,6 +127,28 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.deepEqual((await verifyLedger(dir)).status, "intact");
   });
 
+  it("closes a group that holds exactly GROUP_CHARS of text, and not one a character short", async () => {
+    // A row's length grows with its tool's name: a probe row says by how much, so that two rows make a group of an
+    // exact length.
+    const probe = await open("exact-probe");
+    await probe.ledger.call(finished("x"));
+    const base = probe.rows()[1].length - 1;
+    for (const [label, length, closes] of [["exact", GROUP_CHARS, true], ["short", GROUP_CHARS - 1, false]] as const) {
+      const { ledger, rows } = await open(label);
+      await ledger.call(finished("a"));
+      const first = rows()[1];
+      // The second row's line, after the newline that joins it to the first.
+      const name = "n".repeat(length - first.length - 1 - base);
+      await ledger.call(finished(name));
+      const group = rows().slice(1, 3).join("\n");
+      assert.equal(group.length, length);
+      ledger.settle();
+      await ledger.call(finished("after"));
+      const after = JSON.parse(rows()[3]);
+      assert.equal(after.prev, closes ? sha256(group) : sha256(rows()[0]), `${label}: ${group.length} characters`);
+    }
+  });
+
   it("writes who calls each time, when a tool's risk, plugin or principal differs from its last row", async () => {
     const { ledger, rows } = await open("who");
     const plugin = { id: "p", manifestDigest: sha256("manifest") };
