@@ -676,3 +676,66 @@ describe(`built-in tools refuse a path out of the root with the door's one messa
     });
   }
 });
+
+describe(`a plugin's roots, narrowed (${runtimeName})`, () => {
+  const work = tempDir();
+  let fs: import("../core/doors/roots.ts").RootFs;
+  before(async () => {
+    const { initPlatform } = await import("../core/platform/mod.ts");
+    await initPlatform();
+    for (const id of ["app", "docs"]) {
+      mkdirSync(path.join(work.dir, id, "sub"), { recursive: true });
+      writeFileSync(path.join(work.dir, id, "sub", "f.txt"), id);
+    }
+    const { openRoots } = await import("../core/doors/roots.ts");
+    fs = await openRoots([{ id: "app", path: path.join(work.dir, "app") }, {
+      id: "docs",
+      path: path.join(work.dir, "docs"),
+    }]);
+  });
+  after(() => work.remove());
+
+  it("serves its declared roots and refuses every other through each method, as a rejection naming what it may read", async () => {
+    const { realDirectory, restrictRoots, writableTarget } = await import("../core/doors/roots.ts");
+    const narrowed = restrictRoots(fs, ["app", "gone"], 'plugin "p"');
+    assert.deepEqual(narrowed.rootIds, ["app"], "only configured roots it declared");
+    assert.ok(Object.isFrozen(narrowed));
+    const real = (id: string) => path.join(work.dir, id);
+    const uses: [string, (root: string) => Promise<unknown>, unknown][] = [
+      ["readText", (root) => narrowed.readText(root, "sub/f.txt"), "app"],
+      ["readBytes", (root) => narrowed.readBytes(root, "sub/f.txt"), new TextEncoder().encode("app")],
+      ["stat", (root) => narrowed.stat(root, "sub/f.txt").then((s) => [s.path, s.kind, s.size]), [
+        "sub/f.txt",
+        "file",
+        3,
+      ]],
+      ["stats", (root) => narrowed.stats(root, ["sub/f.txt"]).then((s) => s.map((i) => i?.size)), [3]],
+      ["list", (root) => narrowed.list(root, "sub"), [{ name: "f.txt", kind: "file" }]],
+      ["glob", (root) => narrowed.glob(root, "**/*.txt"), ["sub/f.txt"]],
+      ["realDirectory", (root) => realDirectory(narrowed, root, "sub"), path.join(real("app"), "sub")],
+      [
+        "writableTarget",
+        (root) => writableTarget(narrowed, root, "sub/f.txt").then((t) => t.display),
+        "sub/f.txt",
+      ],
+    ];
+    for (const [name, use, expected] of uses) {
+      assert.deepEqual(await use("app"), expected, name);
+      for (const refused of ["docs", "gone", "nope"]) {
+        // Called without awaiting first: a refusal is a rejection, never a throw from the call itself.
+        const pending = use(refused);
+        await assert.rejects(pending, (error: Error & { code?: string }) => {
+          assert.equal(error.code, "unknown_root", name);
+          assert.equal(error.message, `Unknown root: received "${refused}"; plugin "p" may read: app`, name);
+          return true;
+        });
+      }
+    }
+    const none = restrictRoots(fs, [], 'plugin "q"');
+    assert.deepEqual(none.rootIds, []);
+    await assert.rejects(none.readText("app", "sub/f.txt"), {
+      message: 'Unknown root: received "app"; plugin "q" declared no configured root',
+    });
+    assert.equal(restrictRoots(fs, ["*"], 'plugin "r"'), fs, "* is every root: the door itself");
+  });
+});
