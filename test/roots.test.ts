@@ -739,3 +739,24 @@ describe(`a plugin's roots, narrowed (${runtimeName})`, () => {
     assert.equal(restrictRoots(fs, ["*"], 'plugin "r"'), fs, "* is every root: the door itself");
   });
 });
+
+describe("isInside", () => {
+  it("compares by path segments, never by string prefix", async () => {
+    const { isInside } = await import("../core/doors/roots.ts");
+    const cases: [string, string, boolean][] = [
+      ["/x/root", "/x/root", true],
+      ["/x/root", "/x/root/a/b", true],
+      ["/x/root", "/x/root/..a", true],
+      ["/x/root", "/x/root/...", true],
+      ["/x/root", "/x/root-evil", false],
+      ["/x/root", "/x/root-evil/a", false],
+      ["/x/root", "/x/roo", false],
+      ["/x/root", "/x", false],
+      ["/x/root", "/x/root/../other", false],
+      ["/x/root", "/y/root", false],
+      ["/", "/anything/at/all", true],
+      ["/x/root/", "/x/root/a", true],
+    ];
+    for (const [parent, child, inside] of cases) assert.equal(isInside(parent, child), inside, `${child} in ${parent}`);
+  });
+});
