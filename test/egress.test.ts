@@ -114,6 +114,27 @@ describe(`external-side-effect capabilities (${runtimeName})`, () => {
       untouched: "/tmp/escaped.txt",
     },
     { title: "a NUL byte", root: "out", path: "a\u0000.txt", message: /NUL/, untouched: "out/a" },
+    {
+      title: "a path that names a directory, not a file (a trailing /)",
+      root: "out",
+      path: "nested/new/",
+      message: /^Invalid path: "nested\/new\/" does not name a file$/,
+      untouched: "out/nested/new",
+    },
+    {
+      title: "a path whose last segment is ..",
+      root: "out",
+      path: "nested/..",
+      message: /^Invalid path: "nested\/\.\." does not name a file$/,
+      untouched: "outside.txt",
+    },
+    {
+      title: "a directory that is there",
+      root: "out",
+      path: "nested",
+      message: /^Path refused in root "out": "nested" is not a regular file$/,
+      untouched: "outside.txt",
+    },
   ];
   for (const refusal of writeRefusals) {
     it(`refuses to write through ${refusal.title}, and nothing is written`, async () => {
