@@ -86,6 +86,15 @@ function denoBinary(appRoot: URL): string {
   return platform().fs.lstatSync(linked)?.isFile ? linked : platform().denoExecutable();
 }
 
+/** The deno that runs plugins under node, or null where there is none. */
+function denoOrNull(): string | null {
+  try {
+    return platform().denoExecutable();
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Where `name` is first found in PATH, as spawn.ts looks for it, and the real path if that is a link; empty when
  * nowhere. lstat without a thread hop, so that startup pays microseconds (a directory deno does not let warden
@@ -132,7 +141,8 @@ export async function needsOf(
   );
   const verified = records.some((record) => record.status === "verified");
   // Under deno, plugins run in the binary the deno command starts; under node, in the one node finds.
-  const deno = runtime === "deno" ? denoBinary(install.appRoot) : verified ? platform().denoExecutable() : null;
+  // A verified plugin without a deno to run it (an install without the optional deno) runs nothing: its calls say why.
+  const deno = runtime === "deno" ? denoBinary(install.appRoot) : verified ? denoOrNull() : null;
   return permissionNeeds({
     appRoot: platform().fromFileUrl(install.appRoot).replace(/[\\/]$/, ""),
     fromSource: source,

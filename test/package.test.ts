@@ -8,7 +8,17 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -28,6 +38,10 @@ function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   }
   return { ...env, ...extra };
 }
+
+/** PATH without a deno in it, as on a machine where none is installed (npm test puts node_modules/.bin first). */
+const PATH_WITHOUT_DENO = (process.env.PATH ?? "").split(path.delimiter)
+  .filter((dir) => !existsSync(path.join(dir, "deno"))).join(path.delimiter);
 
 /** Runs `command` to its end; rejects with its output when it fails. */
 function run(command: string, args: readonly string[], cwd: string): Promise<string> {
@@ -73,7 +87,10 @@ const STATE_FLAGS = [
 /** The root the tools read: one file with one TODO. */
 const root = path.join(work.dir, "root");
 const ROOT_FLAGS = ["--root", `default=${root}`];
-/** A project that depends on the package, and a global prefix that has it. */
+/**
+ * A project that depends on the package and on deno (the optional peer that plugins and the deno command need), and a
+ * global prefix that has the package alone, as `npx -y` and `npm i -g` install it.
+ */
 const project = path.join(work.dir, "project");
 const prefix = path.join(work.dir, "global");
 const empty = path.join(work.dir, "empty");
@@ -101,13 +118,24 @@ before(async () => {
   tarball = path.join(work.dir, info.filename);
   packed = info.files.map((file) => file.path).sort();
   ready = Promise.all([
-    run("npm", ["install", ...NPM_FLAGS, tarball], project),
+    run("npm", ["install", ...NPM_FLAGS, tarball, "deno"], project),
     run("npm", ["install", "--global", "--prefix", prefix, ...NPM_FLAGS, tarball], work.dir),
   ]).then(() => {});
   await ready;
 });
 
-after(() => work.remove());
+after(() => {
+  // npm exec installed the tarball into npm's cache (_npx/<hash>/, which names the spec): scratch too.
+  const cache = spawnSync("npm", ["config", "get", "cache"], { env: cleanEnv(), encoding: "utf8" }).stdout.trim();
+  const npx = path.join(cache, "_npx");
+  for (const name of existsSync(npx) ? readdirSync(npx) : []) {
+    const manifest = path.join(npx, name, "package.json");
+    if (existsSync(manifest) && readFileSync(manifest, "utf8").includes(work.dir)) {
+      rmSync(path.join(npx, name), { recursive: true, force: true });
+    }
+  }
+  work.remove();
+});
 
 /** An SDK Client connected to `command` over stdio, started in `cwd`, with the server's stderr. */
 async function connect(
@@ -199,16 +227,75 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     await drive(deno.command, deno.args, project, deno.env);
   });
 
-  it("installed globally, warden tools lists the tools and both runtimes serve", async () => {
+  it("installed globally without deno, warden tools lists the tools; node serves, and deno from PATH", async () => {
     await ready;
     const bin = path.join(prefix, "bin", "warden");
-    const tools = spawnSync(bin, ["tools", ...STATE_FLAGS], { cwd: empty, env: cleanEnv(), encoding: "utf8" });
+    assert.ok(!existsSync(path.join(globalInstalled(), "node_modules", "deno")), "deno is an optional peer");
+    const tools = spawnSync(bin, ["tools", ...STATE_FLAGS], {
+      cwd: empty,
+      env: cleanEnv({ PATH: PATH_WITHOUT_DENO }),
+      encoding: "utf8",
+    });
     assert.equal(tools.status, 0, tools.stderr);
     assert.match(tools.stdout, /^host_context +read /m);
-    await drive(bin, [...ROOT_FLAGS, ...STATE_FLAGS], empty);
-    const deno = denoCommand(bin, empty);
+    await drive(bin, [...ROOT_FLAGS, ...STATE_FLAGS], empty, { PATH: PATH_WITHOUT_DENO });
+    // deno installed on its own: the one in PATH.
+    const denoDir = path.join(work.dir, "deno-bin");
+    mkdirSync(denoDir, { recursive: true });
+    symlinkSync(realpathSync(path.join(repoRoot, "node_modules", ".bin", "deno")), path.join(denoDir, "deno"));
+    const withDeno = `${denoDir}${path.delimiter}${PATH_WITHOUT_DENO}`;
+    const printed = spawnSync(bin, ["command", "--runtime", "deno", "--json", ...ROOT_FLAGS, ...STATE_FLAGS], {
+      cwd: empty,
+      env: cleanEnv({ PATH: withDeno }),
+      encoding: "utf8",
+    });
+    assert.equal(printed.status, 0, printed.stderr);
+    const deno = JSON.parse(printed.stdout);
+    assert.equal(deno.command, path.join(denoDir, "deno"));
     assert.ok(deno.args.includes(path.join(globalInstalled(), "dist", "core", "main.js")), "deno runs the build");
-    await drive(deno.command, deno.args, empty, deno.env);
+    await drive(deno.command, deno.args, empty, { ...deno.env, PATH: withDeno });
+  });
+
+  it("without deno, a verified plugin is served, says deno is missing and the fix, and its call fails with them", async () => {
+    await ready;
+    const bin = path.join(prefix, "bin", "warden");
+    const plugins = path.join(globalInstalled(), "plugins");
+    const trust = [
+      "--plugins-dir",
+      plugins,
+      "--allowed-signers",
+      path.join(repoRoot, "test", "fixtures", "trust", "allowed_signers"),
+      "--plugins-lock",
+      path.join(state, "no-deno.lock.json"),
+      "--revoked-keys",
+      path.join(state, "revoked_keys"),
+      "--ledger",
+      path.join(state, "ledger"),
+      "--jobs-dir",
+      path.join(state, "jobs"),
+    ];
+    const env = { PATH: PATH_WITHOUT_DENO };
+    const pinned = spawnSync(bin, ["plugin", "trust", path.join(plugins, "licenses"), ...trust], {
+      cwd: empty,
+      env: cleanEnv(env),
+      encoding: "utf8",
+    });
+    assert.equal(pinned.status, 0, pinned.stderr);
+    const session = await connect(bin, [...ROOT_FLAGS, ...trust], empty, env);
+    try {
+      const listed = await session.client.callTool({ name: "extension_list", arguments: {} });
+      const licenses = JSON.parse(textOf(listed)).extensions.find((e: { id: string }) => e.id === "licenses");
+      assert.equal(licenses.status, "verified");
+      assert.equal(licenses.isolation, "none: cannot run without deno");
+      assert.equal(licenses.reason, "deno is not installed here, so its tools fail when called");
+      assert.match(licenses.fix, /^run "npm install deno" where warden is installed, or install deno /);
+      const call = await session.client.callTool({ name: "licenses_list", arguments: {} });
+      assert.ok(call.isError, textOf(call));
+      assert.match(textOf(call), /Deno not found: plugins run under deno, .*; run "npm install deno" where warden/);
+      assert.match(session.stderr(), /"event":"plugin_deno_missing","plugins":\["licenses"\]/);
+    } finally {
+      await session.close();
+    }
   });
 
   it("registers itself as npx -y <name>@<version>: the startup line and warden command", async () => {
