@@ -151,6 +151,15 @@ describe(`warden init (${runtimeName})`, () => {
     }
   });
 
+  it("README pins the package to package.json's version wherever it registers it", () => {
+    const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
+    const pins = [...readme.matchAll(new RegExp(`${pkg.name}@([^\\s"'\\]\`]+)`, "g"))].map((m) => m[1]);
+    assert.ok(pins.length >= 8, `README shows the pinned form for each agent: ${pins.length}`);
+    assert.deepEqual([...new Set(pins)], [pkg.version]);
+    assert.ok(readme.includes(`claude mcp add warden -- npx -y ${pkg.name}@${pkg.version}\n`));
+    assert.ok(readme.includes(`codex mcp add warden -- npx -y ${pkg.name}@${pkg.version}\``));
+  });
+
   it("from a clone, warden command keeps the clone's own form (node <warden>/dist/core/main.js)", async () => {
     const printed = await runWarden(["command", "--runtime", "node", "--json"]);
     assert.equal(printed.code, 0, printed.stderr);
