@@ -218,6 +218,13 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     assert.deepEqual(stray, [], "only what runs is packed");
   });
 
+  it("installs as packed: no build at install (npm runs prepare for links and git, not a tarball), no scripts/", async () => {
+    await ready;
+    const files = readdirSync(installed(), { recursive: true, encoding: "utf8" })
+      .filter((rel) => lstatSync(path.join(installed(), rel)).isFile()).map((rel) => rel.split(path.sep).join("/"));
+    assert.deepEqual(files.sort(), packed);
+  });
+
   it("installed as a dependency, serves stdio on node and on the deno command it prints", async () => {
     await ready;
     const bin = path.join(project, "node_modules", ".bin", "warden");
