@@ -31,6 +31,8 @@ export interface NeedsInput {
   readonly appRoot: string;
   /** Whether warden runs from its TypeScript source (deno) or its build (node). */
   readonly fromSource: boolean;
+  /** The node_modules directory an installed package sits in, which holds its dependencies; null for a clone. */
+  readonly dependencies?: string | null;
   /** Directory the built-in tools were loaded from. */
   readonly toolsDir: string;
   /** Root id to the paths it stands for (as configured and, if different, real). */
@@ -107,6 +109,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
   return Object.freeze({
     read: sorted([
       ...own.map((name) => path.join(input.appRoot, name)),
+      ...(input.dependencies ? [input.dependencies] : []),
       input.toolsDir,
       ...rootPaths,
       input.pluginsDir,

@@ -36,6 +36,9 @@ import {
 const fromSource = import.meta.url.endsWith(".ts");
 const appRoot = new URL(fromSource ? "../" : "../../", import.meta.url);
 
+/** The server's name in its initialize answer and host_context: warden, whatever the package is called on npm. */
+const SERVER_NAME = "warden";
+
 const HELP = `warden ${pkg.version}: a sealed MCP tool host
 
 Usage:
@@ -51,6 +54,9 @@ Usage:
                                     review and pin a repository's signed check
                                     manifest ("warden checks help")
   warden ledger verify [--json]     check the call ledger's hash chains
+  warden init [--client claude|cursor|vscode|codex] [--print] [--force]
+                                    register warden with this project's agent
+                                    (npx -y ${pkg.name}@${pkg.version})
   warden command [--runtime node|deno] [--node-permission] [--json]
                                     the command that registers this server,
                                     with exactly the permissions it needs
@@ -71,6 +77,7 @@ const SHELL_COMMANDS = [
   "plugin",
   "checks",
   "ledger",
+  "init",
   "help",
   "--help",
   "-h",
@@ -122,7 +129,7 @@ function refusedLine(refused: readonly { id: string; status: string }[]): string
   } ${which} refused, so not listed; "warden plugin list" says why`;
 }
 
-const install: Install = { appRoot, toolsDir: (source) => toolsDir(source).url };
+const install: Install = { appRoot, name: pkg.name, version: pkg.version, toolsDir: (source) => toolsDir(source).url };
 
 function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
   const override = platform().env("WARDEN_TOOLS_DIR");
@@ -148,7 +155,7 @@ function hostFacts(
 ): HostFacts {
   const { runtime } = platform();
   return Object.freeze({
-    name: pkg.name,
+    name: SERVER_NAME,
     version: pkg.version,
     runtime: Object.freeze({ name: runtime.name, version: runtime.version }),
     transport,
@@ -213,6 +220,10 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   if (command !== "serve" && !SHELL_COMMANDS.includes(command)) {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
+  }
+  if (command === "init") {
+    const { initCommand } = await import("./init.ts");
+    return await initCommand(pkg, platform().cwd(), args);
   }
   if (command === "ledger") {
     const { ledgerCommand } = await import("./governance/ledger_command.ts");
@@ -350,7 +361,7 @@ async function main(argv: readonly string[]): Promise<number> {
       queue.tidy().catch((error) => log("warn", "jobs_tidy_failed", { error: messageOf(error) }));
     };
     await serve({
-      name: pkg.name,
+      name: SERVER_NAME,
       version: pkg.version,
       catalog,
       fs,

@@ -15,7 +15,35 @@ import type { Spawner } from "./doors/spawn.ts";
 /** Where warden is installed, and where its built-in tools load from (source for deno, build for node). */
 export interface Install {
   readonly appRoot: URL;
+  /** The package's name and version (package.json): what an agent's `npx -y <name>@<version>` installs. */
+  readonly name: string;
+  readonly version: string;
   toolsDir(fromSource: boolean): URL;
+}
+
+/**
+ * Whether warden runs from an installed package rather than a clone: npm puts every package it installs (as a
+ * dependency, globally, or in npx's cache) in a `node_modules` directory, and a clone is never inside one (an
+ * `npm link`ed clone runs from its real path). An installed package is registered with the `npx` form, and under
+ * deno runs its build, since deno strips no types from files under `node_modules`.
+ */
+export function isInstalled(appRoot: URL): boolean {
+  return platform().fromFileUrl(appRoot).split(/[\\/]/).includes("node_modules");
+}
+
+/**
+ * The `node_modules` directory npm installed this package in: its dependencies sit beside it (hoisted) or in its
+ * own `node_modules` (a global install); null for a clone.
+ */
+function installedIn(appRoot: URL): string | null {
+  if (!isInstalled(appRoot)) return null;
+  const parts = platform().fromFileUrl(appRoot).replace(/[\\/]$/, "").split(/[\\/]/);
+  return parts.slice(0, parts.lastIndexOf("node_modules") + 1).join(platform().pathDelimiter === ";" ? "\\" : "/");
+}
+
+/** Whether warden runs `runtime` from its TypeScript source: deno in a clone; the build everywhere else. */
+function runsSource(install: Install, runtime: "node" | "deno"): boolean {
+  return runtime === "deno" && !isInstalled(install.appRoot);
 }
 
 /**
@@ -58,6 +86,15 @@ function denoBinary(appRoot: URL): string {
   return platform().fs.lstatSync(linked)?.isFile ? linked : platform().denoExecutable();
 }
 
+/** The deno that runs plugins under node, or null where there is none. */
+function denoOrNull(): string | null {
+  try {
+    return platform().denoExecutable();
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Where `name` is first found in PATH, as spawn.ts looks for it, and the real path if that is a link; empty when
  * nowhere. lstat without a thread hop, so that startup pays microseconds (a directory deno does not let warden
@@ -92,7 +129,7 @@ export async function needsOf(
   runtime: "node" | "deno" = platform().runtime.name,
 ): Promise<PermissionNeeds> {
   const entries = [...catalog.tools.values()];
-  const source = runtime === "deno";
+  const source = runsSource(install, runtime);
   const gate = spawner.programs().size > 0;
   const [reals, bwrap, ...programs] = await Promise.all([
     Promise.all(config.roots.map((root) => platform().fs.realPath(root.path).catch(() => root.path))),
@@ -104,10 +141,12 @@ export async function needsOf(
   );
   const verified = records.some((record) => record.status === "verified");
   // Under deno, plugins run in the binary the deno command starts; under node, in the one node finds.
-  const deno = runtime === "deno" ? denoBinary(install.appRoot) : verified ? platform().denoExecutable() : null;
+  // A verified plugin without a deno to run it (an install without the optional deno) runs nothing: its calls say why.
+  const deno = runtime === "deno" ? denoBinary(install.appRoot) : verified ? denoOrNull() : null;
   return permissionNeeds({
     appRoot: platform().fromFileUrl(install.appRoot).replace(/[\\/]$/, ""),
     fromSource: source,
+    dependencies: installedIn(install.appRoot),
     toolsDir: platform().fromFileUrl(install.toolsDir(source)).replace(/[\\/]$/, ""),
     roots,
     pluginsDir: config.pluginsDir,
@@ -189,7 +228,9 @@ export function serverCommand(
   // A command registered without roots reads the directory the agent starts it in: "." in deno's flags.
   const cwd = explicit ? null : platform().cwd();
   if (runtime === "deno") {
-    const main = platform().fromFileUrl(new URL("core/main.ts", install.appRoot));
+    const main = platform().fromFileUrl(
+      new URL(runsSource(install, runtime) ? "core/main.ts" : "dist/core/main.js", install.appRoot),
+    );
     const v8 = DENO_RUN_FLAGS.filter((flag) => flag.startsWith("--v8-flags="));
     return {
       command: denoBinary(install.appRoot),
@@ -198,6 +239,11 @@ export function serverCommand(
     };
   }
   const main = platform().fromFileUrl(new URL("dist/core/main.js", install.appRoot));
+  // An installed package is registered as agents take a package, pinned to this version: npx fetches it once into
+  // its cache and starts its bin with the node in PATH. A clone, for contributors, runs its own build.
+  if (!nodePermission && isInstalled(install.appRoot)) {
+    return { command: "npx", args: ["-y", `${install.name}@${install.version}`, ...args], env: {} };
+  }
   const node = platform().runtime.name === "node" ? platform().runtime.execPath : "node";
   if (!nodePermission) return { command: node, args: [main, ...args], env: {} };
   // node's permission model takes absolute paths only: this command reads the directory it was printed in.

@@ -340,7 +340,7 @@ if (!onDeno) {
       assert.equal(quiet.status, 0, quiet.stderr);
       assert.equal(JSON.parse(quiet.stdout).transport, "cli");
       const loud = npm(["run", "warden", "--", "--version"]);
-      assert.match(loud.stdout, /^\n> warden@[^\n]+ warden\n/, "npm's banner, why README says -s");
+      assert.match(loud.stdout, /^\n> mcp-warden@[^\n]+ warden\n/, "npm's banner, why README says -s");
     });
   });
 }

@@ -32,6 +32,7 @@ import type {
   RegularFileRead,
   SpawnOptions,
 } from "./types.ts";
+import { DENO_MISSING_FIX } from "./types.ts";
 
 // Loaded on first use, not at startup: node:child_process for the first program or plugin child, node:dns/promises
 // for the first fetch. A server that runs neither never pays for them (scripts/bench/README.md).
@@ -262,14 +263,19 @@ function denoExecutable(): string {
   if (platformDir) candidates.push(path.join(platformDir, exe));
   if (denoDir) candidates.push(path.join(denoDir, exe));
   for (const dir of require.resolve.paths("deno") ?? []) candidates.push(path.join(dir, ".bin", exe));
+  // A deno installed on its own: where warden was installed without its optional deno (npm --omit=optional, or a
+  // platform npm has no deno build for).
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (path.isAbsolute(dir)) candidates.push(path.join(dir, exe));
+  }
   const found = candidates.find((file) => existsSync(file));
   if (!found) {
     throw new WardenError(
       "plugin_failed",
       problem(
         "Deno not found",
-        `plugins run under deno, and neither @deno/${target} nor node_modules/.bin/${exe} is installed`,
-        "run npm install in the warden directory",
+        `plugins run under deno, and neither the deno npm package (@deno/${target}) nor a deno in PATH is installed`,
+        DENO_MISSING_FIX,
       ),
     );
   }

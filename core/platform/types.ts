@@ -202,3 +202,7 @@ export interface Platform {
   /** Keeps `timer` (a `setTimeout` handle) from holding this process alive. */
   unrefTimer(timer: unknown): void;
 }
+
+/** What a host without deno (warden installed without its optional `deno` package) does to run plugins. */
+export const DENO_MISSING_FIX =
+  'run "npm install deno" where warden is installed, or install deno (https://docs.deno.com/runtime/) in PATH';

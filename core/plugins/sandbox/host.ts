@@ -3,7 +3,7 @@
 // child, which starts on the first call; refusals are logged one line each.
 import { type CatalogEntry, describeTool, type Validated } from "../../catalog.ts";
 import type { Config } from "../../config.ts";
-import { problem, WardenError } from "../../errors.ts";
+import { messageOf, problem, WardenError } from "../../errors.ts";
 import { validateJsonSchema } from "../../json_schema.ts";
 import { log } from "../../log.ts";
 import { restrictRoots, type RootFs } from "../../doors/roots.ts";
@@ -12,6 +12,8 @@ import { CAPABILITY_NAMES, ruleOf } from "../../capabilities.ts";
 import type { Manifest } from "../trust/manifest.ts";
 import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "../trust/discover.ts";
 import { limitsOf, noCpuBudgetWhy, osLimits } from "./limits.ts";
+import { platform } from "../../platform/mod.ts";
+import { DENO_MISSING_FIX } from "../../platform/types.ts";
 import type { PluginRuntime } from "./runtime.ts";
 
 /** What a manifest declares, under the names a built-in tool's capabilities use: the table maps one to the other. */
@@ -71,6 +73,16 @@ function entriesOf(plugin: VerifiedPlugin, runtime: () => PluginRuntime): Catalo
   }));
 }
 
+/** Why no plugin can run here, or null when a deno is there to run them. */
+function denoMissing(): string | null {
+  try {
+    platform().denoExecutable();
+    return null;
+  } catch (error) {
+    return messageOf(error);
+  }
+}
+
 function logRefused(refused: readonly PluginRecord[]): void {
   for (const record of refused) {
     log("warn", "plugin_refused", { plugin: record.id, status: record.status, reason: record.reason, fix: record.fix });
@@ -88,14 +100,14 @@ export async function loadPlugins(
   /** How each refusal is said: by default a `plugin_refused` log line (the server's stderr is a log). */
   reportRefused: (refused: readonly PluginRecord[]) => void = logRefused,
 ): Promise<LoadedPlugins> {
-  const { records, verified } = await discoverPlugins({
+  const { records: found, verified } = await discoverPlugins({
     pluginsDir: config.pluginsDir,
     allowedSignersFile: config.allowedSignersFile,
     revokedKeysFile: config.revokedKeysFile,
     lockFile: config.lockFile,
     reservedNames,
   });
-  const refused = records.filter((record) => record.status !== "verified");
+  const refused = found.filter((record) => record.status !== "verified");
   if (refused.length > 0) reportRefused(refused);
   if (config.strictPlugins && refused.length > 0) {
     throw new WardenError(
@@ -109,7 +121,27 @@ export async function loadPlugins(
   }
   // The sandbox runtime (with the child's source) loads only for a verified plugin: refused ones, like the shipped
   // example until its signer is allowed, cost startup their checks and no more.
-  if (verified.length === 0) return { records, entries: [], stop: () => Promise.resolve() };
+  if (verified.length === 0) return { records: found, entries: [], stop: () => Promise.resolve() };
+  // Verified, with no deno to run it (under node, warden installed without its optional deno): served, and said
+  // where an operator looks (extension_list, the log); each call fails with the same fix.
+  const missing = denoMissing();
+  const records = missing === null ? found : found.map((record) =>
+    record.status === "verified"
+      ? {
+        ...record,
+        reason: "deno is not installed here, so its tools fail when called",
+        fix: DENO_MISSING_FIX,
+        isolation: "none: cannot run without deno",
+      }
+      : record
+  );
+  if (missing !== null) {
+    log("warn", "plugin_deno_missing", {
+      plugins: verified.map((p) => p.manifest.id),
+      reason: missing,
+      fix: DENO_MISSING_FIX,
+    });
+  }
   const { PluginRuntime } = await import("./runtime.ts");
   const os = osLimits();
   if ((!os.prlimit || !os.procStat)) {
