@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "node:test";
 import { isNonPublicAddress } from "../core/doors/egress.ts";
-import { NAMES } from "./fixtures/tools/fixture_egress_names.ts";
+import type { NAMES } from "./fixtures/tools/fixture_egress_names.ts";
 import {
   BWRAP_MISSING,
   bwrapPath,

@@ -6,7 +6,7 @@ import { canonicalJson } from "../canonical_json.ts";
 import { messageOf } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { loadNativeSha256, sha256Hex } from "../sha256.ts";
-import { GENESIS, type Head, IntentRow, ledgerFiles, type LedgerRow, readAnchor, ROWS, V1Row } from "./ledger.ts";
+import { GENESIS, type Head, type IntentRow, ledgerFiles, type LedgerRow, readAnchor, ROWS, V1Row } from "./ledger.ts";
 
 /** Exit codes of `warden ledger verify`: 0 intact, else that of the most severe finding. */
 export const VERIFY_EXIT = {
