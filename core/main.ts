@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // warden's entry point: `warden [serve]` runs the stdio MCP server; `tools`,
 // `call` and `catalog` are shell commands over the same frozen catalog.
+import path from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
 import type { CommandEnv } from "./cli.ts";
-import { type Config, parseConfig, SETTINGS } from "./config.ts";
+import { type Config, parseConfig, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/trust/presence.ts";
@@ -50,6 +51,10 @@ Usage:
   warden checks <allow-signer|verify|trust> <root>
                                     review and pin a repository's signed check
                                     manifest ("warden checks help")
+  warden project <status|accept>    whether you accepted the project's .warden trust
+                                    files, and accepting them ("warden project help")
+  warden doctor [--json]            each setting's path and where it came from, and
+                                    what warden needs here; exit 1 on a problem
   warden ledger verify [--json]     check the call ledger's hash chains
   warden command [--runtime node|deno] [--node-permission] [--json]
                                     the command that registers this server,
@@ -71,6 +76,8 @@ const SHELL_COMMANDS = [
   "plugin",
   "checks",
   "ledger",
+  "project",
+  "doctor",
   "help",
   "--help",
   "-h",
@@ -81,7 +88,7 @@ const SHELL_COMMANDS = [
 /** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
 function isServing(args: readonly string[]): boolean {
   try {
-    const command = parseConfig(args, "/").rest[0];
+    const command = parseConfig(args).rest[0];
     return command === undefined || command === "serve";
   } catch {
     return !args.some((arg) => SHELL_COMMANDS.includes(arg));
@@ -145,8 +152,20 @@ function hostFacts(
   spawner: Spawner,
   confinement: Confinement,
   allowUnisolated: readonly string[],
+  config: Config,
 ): HostFacts {
   const { runtime } = platform();
+  const settings = Object.fromEntries(
+    (Object.entries(PATH_SETTINGS) as [PathSetting, string][]).map(([key, flag]) => {
+      let file: string | null = null;
+      try {
+        file = config[key];
+      } catch {
+        // A default under a user directory that cannot be known: null, and the source says which.
+      }
+      return [flag, Object.freeze({ path: file, from: config.sources[key] })];
+    }),
+  );
   return Object.freeze({
     name: pkg.name,
     version: pkg.version,
@@ -167,6 +186,7 @@ function hostFacts(
     gateIsolation: () => spawner.isolation(),
     allowUnisolated,
     confinement,
+    settings: Object.freeze(settings),
   });
 }
 
@@ -195,12 +215,14 @@ async function namesNoKey(file: string): Promise<boolean> {
  * waits for them, as extension_list and an unknown tool's message read their records.
  */
 async function checksCanWait(config: Config): Promise<boolean> {
+  // Without a lock of either scope, nothing is pinned: no plugin can load.
   return !config.strictPlugins && absent(config.lockFile) &&
+    absent(path.join(config.projectDir, "plugins.lock.json")) &&
     await namesNoKey(config.allowedSignersFile) && await namesNoKey(config.revokedKeysFile);
 }
 
 async function main(argv: readonly string[]): Promise<number> {
-  const { config, rest } = parseConfig(argv, platform().fromFileUrl(appRoot));
+  const { config, rest } = parseConfig(argv);
   setLogLevel(config.logLevel);
   const [command = "serve", ...args] = rest;
   if (command === "help" || command === "--help" || command === "-h") {
@@ -217,6 +239,10 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "ledger") {
     const { ledgerCommand } = await import("./governance/ledger_command.ts");
     return await ledgerCommand(config.ledgerDir, args);
+  }
+  if (command === "project") {
+    const { projectCommand } = await import("./plugins/authoring/project_cli.ts");
+    return await projectCommand(config, args);
   }
   if (command === "checks") {
     const { checksCommand } = await import("./plugins/authoring/checks_cli.ts");
@@ -238,14 +264,16 @@ async function main(argv: readonly string[]): Promise<number> {
     // Before the roots and plugins are read: under deno, a root it does not let warden read looks like a missing one,
     // and a plugins directory it does not let warden list is an error that would not name the fix.
     const missing = denoMissing({
-      read: [...config.roots.map((root) => root.path), config.pluginsDir],
+      read: [...config.roots.map((root) => root.path), config.pluginsDir, config.projectDir],
       write: [config.ledgerDir],
     });
     if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
   }
   const [fs, withPlugins] = await Promise.all([
     openRoots(config.roots),
-    hasPluginDirectories(config.pluginsDir),
+    Promise.all([config.pluginsDir, path.join(config.projectDir, "plugins")].map(hasPluginDirectories)).then((found) =>
+      found.includes(true)
+    ),
     checkPluginsDir(config, command === "serve"),
   ]);
   // Built-in tools and plugins are read side by side; plugins learn the
@@ -273,7 +301,11 @@ async function main(argv: readonly string[]): Promise<number> {
     );
   const none: LoadedPlugins = { records: [], entries: [], stop: () => Promise.resolve() };
   const later = withPlugins && command === "serve" && await checksCanWait(config);
-  const pluginsLoading = withPlugins && !later ? loadPlugins() : Promise.resolve(none);
+  let pluginsError: unknown = null;
+  const pluginsLoading = withPlugins && !later
+    // The doctor reports a plugin check that cannot run (a malformed trust file) instead of stopping on it.
+    ? (command === "doctor" ? loadPlugins().catch((error) => (pluginsError = error, none)) : loadPlugins())
+    : Promise.resolve(none);
   const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
   const catalog = buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
@@ -299,6 +331,21 @@ async function main(argv: readonly string[]): Promise<number> {
     );
   }
 
+  if (command === "doctor") {
+    const [{ doctorCommand }, { projectStatus }] = await Promise.all([
+      import("./doctor.ts"),
+      import("./plugins/authoring/project_cli.ts"),
+    ]);
+    await plugins.stop();
+    return await doctorCommand({
+      config,
+      installDir: platform().fromFileUrl(appRoot).replace(/[\\/]$/, ""),
+      spawner,
+      confinement: confinement.state,
+      pluginsError,
+      project: () => projectStatus(config),
+    }, args);
+  }
   if (command === "serve") {
     if (args.length > 0) {
       throw new WardenError("config_invalid", `Unexpected argument "${args[0]}" for "warden serve": run "warden help"`);
@@ -323,6 +370,7 @@ async function main(argv: readonly string[]): Promise<number> {
       spawner,
       confinement.state,
       config.allowUnisolated,
+      config,
     );
     let jobs: JobQueue | undefined;
     /** The job queue, with the jobs of earlier processes read: after the initialize answer, before any call. */
@@ -416,6 +464,7 @@ async function main(argv: readonly string[]): Promise<number> {
       spawner,
       confinement.state,
       config.allowUnisolated,
+      config,
     ),
     callTimeoutMs: config.callTimeoutMs,
     spawner,

@@ -40,11 +40,15 @@ export type PluginStatus =
   | "invalid-manifest"
   | "not-pinned"
   | "pin-mismatch"
-  | "name-conflict";
+  | "name-conflict"
+  | "duplicate-id"
+  | "project-not-accepted";
 
 /** What the audit shows for one plugin directory. No host paths. */
 export interface PluginRecord {
   readonly id: string;
+  /** Whose plugin it is: the user's (their plugins directory) or the project's (its `.warden/plugins/`). */
+  readonly scope: "user" | "project";
   readonly status: PluginStatus;
   /** Why, when not verified; what the operator can do about it. */
   readonly reason: string | null;
@@ -69,7 +73,7 @@ export interface PluginCapabilities {
   readonly netHosts?: string[];
 }
 
-/** Facts about the running host, safe to show: no paths, no environment. */
+/** Facts about the running host, safe to show: no environment, no path but the settings' own. */
 export interface HostFacts {
   readonly name: string;
   readonly version: string;
@@ -93,6 +97,12 @@ export interface HostFacts {
   readonly allowUnisolated: readonly string[];
   /** Whether the runtime itself holds this process to what it needs (see core/confinement.ts). */
   readonly confinement: Confinement;
+  /**
+   * Each path setting by flag: the path (null when its default cannot be known, as without HOME) and where it came
+   * from (the flag, the variable, or the default: `project`, `user config`, `user state`). The settings' own paths
+   * are the only paths these facts show.
+   */
+  readonly settings: Readonly<Record<string, { readonly path: string | null; readonly from: string }>>;
 }
 
 /** What every tool gets, whatever its class. */

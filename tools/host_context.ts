@@ -1,6 +1,6 @@
 // host_context (read): what this server is — name, version, runtime,
 // transport, negotiated protocol, catalog digest, tools by class, root ids,
-// gate isolation and runtime confinement.
+// gate isolation, runtime confinement, and where each path setting came from.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 
@@ -8,13 +8,13 @@ const RiskCounts = v.object({ read: v.number(), gate: v.number(), "external-side
 
 /**
  * Risk class `read`; it touches nothing but the host facts in its context:
- * no host paths, no environment values.
+ * no environment values, no host path but the settings' own.
  */
 export const tool = defineTool({
   name: "host_context",
   title: "Host context",
   description:
-    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force). Call it first to learn which roots exist.",
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force), and each path setting (plugins, trust files, lock, project directory, ledger, jobs) with where it came from: its flag, its variable, or the default (project, user config, user state). Call it first to learn which roots exist.",
   risk: "read",
   input: v.strictObject({}),
   output: v.object({
@@ -41,6 +41,12 @@ export const tool = defineTool({
       open: v.array(v.string()),
       detail: v.string(),
     }),
+    settings: v.pipe(
+      v.record(v.string(), v.object({ path: v.nullable(v.string()), from: v.string() })),
+      v.description(
+        "Each path setting by flag: its path (null when its default cannot be known, e.g. without HOME) and where it came from.",
+      ),
+    ),
   }),
   handler: async (_args, ctx) => {
     const { host } = ctx;
@@ -61,6 +67,7 @@ export const tool = defineTool({
         allowUnisolated: [...host.allowUnisolated],
       },
       confinement: { ...host.confinement, open: [...host.confinement.open] },
+      settings: Object.fromEntries(Object.entries(host.settings).map(([flag, setting]) => [flag, { ...setting }])),
     };
   },
 });
