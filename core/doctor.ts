@@ -9,6 +9,7 @@ import { messageOf } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
 import type { Confinement } from "./platform/confinement.ts";
 import type { Spawner } from "./doors/spawn.ts";
+import type { PluginRecord } from "./tool.ts";
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -29,9 +30,10 @@ export interface DoctorInput {
   /** Where warden is installed: read at run time, never written. */
   readonly installDir: string;
   readonly spawner: Spawner;
-  readonly confinement: Confinement;
-  /** The error that stopped the plugin checks, if one did (a malformed trust file, say). */
-  readonly pluginsError: unknown;
+  /** What the runtime holds this process to; throws when the needs cannot be known (a path it cannot place). */
+  readonly confinement: () => Promise<Confinement>;
+  /** The plugins of both scopes as checked now; throws when the checks cannot run (a malformed trust file, say). */
+  readonly plugins: () => Promise<readonly PluginRecord[]>;
   /** The project's status (core/plugins/authoring/project_cli.ts), or the error that stopped reading it. */
   readonly project: () => Promise<{ state: string; changed: readonly string[]; plugins: readonly string[] }>;
 }
@@ -147,9 +149,24 @@ export async function doctorChecks(input: DoctorInput): Promise<DoctorCheck[]> {
   other("bubblewrap", true, isolation.kind, isolation.detail);
   const git = input.spawner.programs().get("git") ?? null;
   other("git", true, git, git ? "found" : "not found: run_checks cannot tell a repository's changed files");
-  other("confinement", true, input.confinement.inForce ? "in force" : "not in force", input.confinement.detail);
-  if (input.pluginsError !== null && input.pluginsError !== undefined) {
-    other("plugins", false, null, messageOf(input.pluginsError));
+  try {
+    const confinement = await input.confinement();
+    other("confinement", true, confinement.inForce ? "in force" : "not in force", confinement.detail);
+  } catch (error) {
+    other("confinement", false, null, messageOf(error));
+  }
+  try {
+    const records = await input.plugins();
+    const verified = records.filter((record) => record.status === "verified").length;
+    // A refused plugin is the operator's choice as often as not (one not pinned yet): said, not failed.
+    other(
+      "plugins",
+      true,
+      `${verified} verified, ${records.length - verified} refused`,
+      records.length === 0 ? "none in either scope" : '"warden plugin list" says why each refused one is',
+    );
+  } catch (error) {
+    other("plugins", false, null, messageOf(error));
   }
   try {
     const project = await input.project();

@@ -249,6 +249,29 @@ async function main(argv: readonly string[]): Promise<number> {
     return await checksCommand(config, args);
   }
   const dir = toolsDir();
+  if (command === "doctor") {
+    // Before anything reads a setting: the doctor reports a path it cannot place (no HOME) instead of stopping on it.
+    const [{ doctorCommand }, { projectStatus }] = await Promise.all([
+      import("./doctor.ts"),
+      import("./plugins/authoring/project_cli.ts"),
+    ]);
+    const spawner = new Spawner();
+    return await doctorCommand({
+      config,
+      installDir: platform().fromFileUrl(appRoot).replace(/[\\/]$/, ""),
+      spawner,
+      // What the runtime holds this process to, against what the built-in tools and these settings need.
+      confinement: async () => {
+        const catalog = buildCatalog((await loadTools(dir.url, dir.extensions)).map(builtinEntry));
+        return confinementOf(await needsOf(install, config, catalog, spawner, [])).state;
+      },
+      plugins: async () => {
+        const { discoverPlugins, pluginSources } = await import("./plugins/trust/discover.ts");
+        return (await discoverPlugins(pluginSources(config, new Set()))).records;
+      },
+      project: () => projectStatus(config),
+    }, args);
+  }
   if (command === "plugin") {
     const { pluginCommand } = await import("./plugins/authoring/cli.ts");
     // A tool served as a job also takes the names of its two job tools.
@@ -301,11 +324,7 @@ async function main(argv: readonly string[]): Promise<number> {
     );
   const none: LoadedPlugins = { records: [], entries: [], stop: () => Promise.resolve() };
   const later = withPlugins && command === "serve" && await checksCanWait(config);
-  let pluginsError: unknown = null;
-  const pluginsLoading = withPlugins && !later
-    // The doctor reports a plugin check that cannot run (a malformed trust file) instead of stopping on it.
-    ? (command === "doctor" ? loadPlugins().catch((error) => (pluginsError = error, none)) : loadPlugins())
-    : Promise.resolve(none);
+  const pluginsLoading = withPlugins && !later ? loadPlugins() : Promise.resolve(none);
   const [builtins, plugins] = await Promise.all([builtinsLoading, pluginsLoading]);
   const catalog = buildCatalog([...builtins, ...plugins.entries]);
   const policy = policyOf(config, catalog);
@@ -331,21 +350,6 @@ async function main(argv: readonly string[]): Promise<number> {
     );
   }
 
-  if (command === "doctor") {
-    const [{ doctorCommand }, { projectStatus }] = await Promise.all([
-      import("./doctor.ts"),
-      import("./plugins/authoring/project_cli.ts"),
-    ]);
-    await plugins.stop();
-    return await doctorCommand({
-      config,
-      installDir: platform().fromFileUrl(appRoot).replace(/[\\/]$/, ""),
-      spawner,
-      confinement: confinement.state,
-      pluginsError,
-      project: () => projectStatus(config),
-    }, args);
-  }
   if (command === "serve") {
     if (args.length > 0) {
       throw new WardenError("config_invalid", `Unexpected argument "${args[0]}" for "warden serve": run "warden help"`);

@@ -85,6 +85,18 @@ async function inPath(name: string): Promise<string[]> {
   return [];
 }
 
+/**
+ * The record of accepted projects, when the user state directory is known: without it (no HOME) a server whose
+ * ledger and jobs are named by flags still runs, and only a project's plugins need it (they are refused, saying why).
+ */
+function acceptedProjects(config: Config): string[] {
+  try {
+    return [config.acceptedProjectsFile];
+  } catch {
+    return [];
+  }
+}
+
 /** What this server needs from the runtime `runtime` (this one unless asked), from its catalog and settings. */
 export async function needsOf(
   install: Install,
@@ -121,7 +133,7 @@ export async function needsOf(
       config.revokedKeysFile,
       config.lockFile,
       ...(config.sources.projectDir === "project" ? [] : [config.projectDir]),
-      config.acceptedProjectsFile,
+      ...acceptedProjects(config),
     ],
     ledgerDir: config.ledgerDir,
     jobsDir: entries.some((entry) => entry.job) ? config.jobsDir : null,

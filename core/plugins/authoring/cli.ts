@@ -312,6 +312,8 @@ export async function allowSignerCommand(
     );
   }
   if (!keyFile) throw usage("--key <public key file> is required", help);
+  // A word left over (a flag of another command: --project for check manifests) must not be dropped in silence.
+  if (args.length > 1) throw usage(`unexpected ${received(args[1])}`, help);
   const key = await parsePublicKey(
     await readText(path.resolve(platform().cwd(), keyFile), "the public key", "pass --key <file.pub>"),
   );

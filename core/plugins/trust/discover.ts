@@ -361,8 +361,15 @@ async function projectTrust(
   sources: PluginSources,
   user: TrustStore,
 ): Promise<{ trust: TrustStore; pins: PluginLock["plugins"] } | { refused: string }> {
+  let acceptedFile: string;
+  try {
+    acceptedFile = sources.acceptedProjectsFile;
+  } catch (error) {
+    // No user state directory (no HOME): no acceptance can be read, so the project's plugins wait, saying why.
+    return { refused: `whether you accepted the project cannot be known: ${messageOf(error)}` };
+  }
   const project = await readProjectTrust(sources.projectDir);
-  const acceptance = await acceptanceOf(project, sources.acceptedProjectsFile);
+  const acceptance = await acceptanceOf(project, acceptedFile);
   if (acceptance.state !== "accepted") return { refused: notAcceptedReason(acceptance) };
   const signers = project.texts["allowed_signers"];
   const lock = project.texts["plugins.lock.json"];
