@@ -287,7 +287,12 @@ async function main(argv: readonly string[]): Promise<number> {
     // Before the roots and plugins are read: under deno, a root it does not let warden read looks like a missing one,
     // and a plugins directory it does not let warden list is an error that would not name the fix.
     const missing = denoMissing({
-      read: [...config.roots.map((root) => root.path), config.pluginsDir, config.projectDir],
+      // A project directory named by a setting; the default one is under the first root.
+      read: [
+        ...config.roots.map((root) => root.path),
+        config.pluginsDir,
+        ...(config.sources.projectDir === "project" ? [] : [config.projectDir]),
+      ],
       write: [config.ledgerDir],
     });
     if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
