@@ -3,7 +3,7 @@
 // sources, a flag's or a variable's path named as such, a state directory
 // warden cannot write, and no HOME at all.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
@@ -79,7 +79,6 @@ describe(`warden doctor (${runtimeName})`, () => {
     // Nothing of the environment but the settings' own paths: not PATH, not HOME.
     assert.ok(!JSON.stringify(report).includes(process.env.PATH ?? "\0"), "PATH is not printed");
     assert.ok(!JSON.stringify(report).includes(env.HOME), "HOME is not printed");
-    assert.ok(!existsSync(path.join(repoRoot, ".ledger-doctor")), "nothing in the install directory");
   });
 
   it("names a flag's and a variable's path by the flag and the variable, and says it in words without --json", async () => {
@@ -135,6 +134,34 @@ describe(`warden doctor (${runtimeName})`, () => {
     mkdirSync(path.join(work.dir, "flags", "plugins-dir"), { recursive: true });
     const withFlags = await runWarden([...flags, "tools"], { env: { ...env, ...noHome }, cwd: project });
     assert.equal(withFlags.code, 0, withFlags.stderr);
+  });
+});
+
+describe(`a server on the default paths (${runtimeName})`, () => {
+  it("keeps its ledger in the user state directory and writes nothing where warden is installed", async () => {
+    const work = tempDir();
+    const state = path.join(work.dir, "state");
+    const before = readdirSync(repoRoot).sort();
+    const session = await connect({
+      cwd: work.dir,
+      env: {
+        XDG_CONFIG_HOME: path.join(work.dir, "config"),
+        XDG_STATE_HOME: state,
+        WARDEN_PLUGINS_DIR: "",
+        WARDEN_LEDGER: "",
+        WARDEN_JOBS_DIR: "",
+      },
+    });
+    try {
+      const result = await session.client.callTool({ name: "host_context", arguments: {} });
+      assert.equal(result.isError, undefined);
+      const ledger = path.join(state, "warden", "ledger");
+      assert.ok(readdirSync(ledger).some((name) => name.endsWith(".jsonl")), "the ledger file is in the state dir");
+    } finally {
+      await session.close();
+      work.remove();
+    }
+    assert.deepEqual(readdirSync(repoRoot).sort(), before, "no new file or directory in the install directory");
   });
 });
 
