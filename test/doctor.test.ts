@@ -3,7 +3,7 @@
 // sources, a flag's or a variable's path named as such, a state directory
 // warden cannot write, and no HOME at all.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
