@@ -97,8 +97,8 @@ function isServing(args: readonly string[]): boolean {
 
 /**
  * A plugins directory named by a setting that is not a directory: with --strict-plugins a refusal, else said once
- * (a log line when serving, a line for a shell command), as no plugin can load from it. The default directory may
- * be missing: someone who removed the example wants no plugins.
+ * (a log line when serving, a line for a shell command), as no plugin can load from it. The default directory (the
+ * user's) may be missing: a user without plugins of their own, as the project's `.warden/plugins/` may be.
  */
 async function checkPluginsDir(config: Config, serving: boolean): Promise<void> {
   if (config.pluginsDirFrom === null) return;
@@ -143,6 +143,17 @@ function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
     : { url: new URL("dist/tools/", appRoot), extensions: [".js"] };
 }
 
+/** The name each user-directory default has under its base (core/config.ts). */
+const DEFAULT_NAMES: Readonly<Record<PathSetting, string>> = Object.freeze({
+  pluginsDir: "plugins",
+  allowedSignersFile: "allowed_signers",
+  revokedKeysFile: "revoked_keys",
+  lockFile: "plugins.lock.json",
+  projectDir: ".warden",
+  ledgerDir: "ledger",
+  jobsDir: "jobs",
+});
+
 function hostFacts(
   catalog: Catalog,
   digest: () => string,
@@ -155,15 +166,17 @@ function hostFacts(
   config: Config,
 ): HostFacts {
   const { runtime } = platform();
+  // Results never show host paths: a default is named by its base (`<user config>/plugins`, `<root default>/.warden`),
+  // a path a flag or a variable gave by that setting alone (the operator knows it; `warden doctor` prints it).
   const settings = Object.fromEntries(
     (Object.entries(PATH_SETTINGS) as [PathSetting, string][]).map(([key, flag]) => {
-      let file: string | null = null;
-      try {
-        file = config[key];
-      } catch {
-        // A default under a user directory that cannot be known: null, and the source says which.
-      }
-      return [flag, Object.freeze({ path: file, from: config.sources[key] })];
+      const from = config.sources[key];
+      const file = from === "project"
+        ? `<root ${config.roots[0].id}>/.warden`
+        : from === "user config" || from === "user state"
+        ? `<${from}>/${DEFAULT_NAMES[key]}`
+        : null;
+      return [flag, Object.freeze({ file, from })];
     }),
   );
   return Object.freeze({

@@ -73,7 +73,7 @@ export interface PluginCapabilities {
   readonly netHosts?: string[];
 }
 
-/** Facts about the running host, safe to show: no environment, no path but the settings' own. */
+/** Facts about the running host, safe to show: no paths, no environment. */
 export interface HostFacts {
   readonly name: string;
   readonly version: string;
@@ -98,11 +98,11 @@ export interface HostFacts {
   /** Whether the runtime itself holds this process to what it needs (see core/confinement.ts). */
   readonly confinement: Confinement;
   /**
-   * Each path setting by flag: the path (null when its default cannot be known, as without HOME) and where it came
-   * from (the flag, the variable, or the default: `project`, `user config`, `user state`). The settings' own paths
-   * are the only paths these facts show.
+   * Each path setting by flag: where it came from (the flag, the variable, or the default: `project`, `user config`,
+   * `user state`) and, for a default, its file named by its base (`<user config>/plugins`, `<root default>/.warden`);
+   * null for a path a setting gave, which would be a host path.
    */
-  readonly settings: Readonly<Record<string, { readonly path: string | null; readonly from: string }>>;
+  readonly settings: Readonly<Record<string, { readonly file: string | null; readonly from: string }>>;
 }
 
 /** What every tool gets, whatever its class. */

@@ -166,18 +166,18 @@ describe(`a server on the default paths (${runtimeName})`, () => {
 });
 
 describe(`host_context's settings (${runtimeName})`, () => {
-  it("names each path setting's file and where it came from", async () => {
+  it("says where each path setting came from, a default's file by its base, and no host path", async () => {
     const session = await connect();
     try {
       const result = await session.client.callTool({ name: "host_context", arguments: {} });
-      const settings = (result.structuredContent as { settings: Record<string, { path: string; from: string }> })
+      const settings = (result.structuredContent as { settings: Record<string, { file: string; from: string }> })
         .settings;
-      assert.deepEqual(settings["--allowed-signers"], {
-        path: path.join(TEST_XDG.config, "warden", "allowed_signers"),
-        from: "user config",
-      });
-      assert.equal(settings["--ledger"].from, "WARDEN_LEDGER");
-      assert.deepEqual(settings["--project-dir"], { path: path.join(repoRoot, ".warden"), from: "project" });
+      assert.deepEqual(settings["--allowed-signers"], { file: "<user config>/allowed_signers", from: "user config" });
+      assert.deepEqual(settings["--jobs-dir"], { file: null, from: "WARDEN_JOBS_DIR" });
+      assert.deepEqual(settings["--ledger"], { file: null, from: "WARDEN_LEDGER" });
+      assert.deepEqual(settings["--project-dir"], { file: "<root default>/.warden", from: "project" });
+      const text = (result.content as { text: string }[])[0].text;
+      assert.ok(!text.includes(TEST_XDG.config) && !text.includes(repoRoot), "no host path");
       assert.equal(Object.keys(settings).length, 7);
     } finally {
       await session.close();

@@ -111,6 +111,11 @@ describe(`a project's plugins and their acceptance (${runtimeName})`, () => {
     assert.ok(!tools.stdout.includes("solo_echo"), "a refused plugin adds no tool");
     assert.match(tools.stderr, /plugin solo \(project-not-accepted\) refused/);
 
+    // Reviewed from the shell: the project's own key does not count before it is accepted.
+    const verify = await warden(["plugin", "verify", ".warden/plugins/solo"]);
+    assert.equal(verify.code, 1);
+    assert.match(verify.stdout, /^status {6}unknown-signer: key SHA256:\S+ is not in allowed_signers$/m);
+    assert.match(verify.stdout, /^scope {7}project$/m);
     const status = await warden(["project", "status", "--json"]);
     assert.equal(JSON.parse(status.stdout).state, "not-accepted");
     const accept = await warden(["project", "accept"]);
@@ -124,6 +129,7 @@ describe(`a project's plugins and their acceptance (${runtimeName})`, () => {
     assert.deepEqual(Object.keys(record.projects), [path.join(project, ".warden")]);
 
     assert.deepEqual((await list()).map((r) => [r.id, r.scope, r.status]), [["solo", "project", "verified"]]);
+    assert.match((await warden(["plugin", "verify", ".warden/plugins/solo"])).stdout, /^status {6}verified$/m);
     const call = await warden(["call", "solo_echo", "--arg", "text=hello", "--json"]);
     assert.equal(call.code, 0, call.stderr);
     assert.deepEqual(JSON.parse(JSON.parse(call.stdout).content[0].text), { text: "hello" });
@@ -141,6 +147,12 @@ describe(`a project's plugins and their acceptance (${runtimeName})`, () => {
     const [record] = await list();
     assert.equal(record.status, "project-not-accepted");
     assert.equal(record.reason, "the project's .warden/plugins.lock.json changed since you accepted it");
+    const verify = await warden(["plugin", "verify", ".warden/plugins/solo"]);
+    assert.equal(verify.code, 1);
+    assert.match(
+      verify.stdout,
+      /^status {6}project-not-accepted: the project's \.warden\/plugins\.lock\.json changed since you accepted it$/m,
+    );
     const status = JSON.parse((await warden(["project", "status", "--json"])).stdout);
     assert.equal(status.state, "changed");
     assert.deepEqual(status.changed, ["plugins.lock.json"]);

@@ -8,13 +8,13 @@ const RiskCounts = v.object({ read: v.number(), gate: v.number(), "external-side
 
 /**
  * Risk class `read`; it touches nothing but the host facts in its context:
- * no environment values, no host path but the settings' own.
+ * no host paths, no environment values.
  */
 export const tool = defineTool({
   name: "host_context",
   title: "Host context",
   description:
-    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force), and each path setting (plugins, trust files, lock, project directory, ledger, jobs) with where it came from: its flag, its variable, or the default (project, user config, user state). Call it first to learn which roots exist.",
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force), and where each path setting (plugins, trust files, lock, project directory, ledger, jobs) came from: its flag, its variable, or a default, named by its base (`<user config>/plugins`, `<root default>/.warden`) and never as a host path. Call it first to learn which roots exist.",
   risk: "read",
   input: v.strictObject({}),
   output: v.object({
@@ -42,9 +42,9 @@ export const tool = defineTool({
       detail: v.string(),
     }),
     settings: v.pipe(
-      v.record(v.string(), v.object({ path: v.nullable(v.string()), from: v.string() })),
+      v.record(v.string(), v.object({ file: v.nullable(v.string()), from: v.string() })),
       v.description(
-        "Each path setting by flag: its path (null when its default cannot be known, e.g. without HOME) and where it came from.",
+        "Each path setting by flag: where it came from (the flag, the variable, or the default: project, user config, user state) and a default's file by its base; null when a setting gave the path (`warden doctor` prints it).",
       ),
     ),
   }),

@@ -20,7 +20,7 @@ import {
   readTrustStore,
 } from "../trust/discover.ts";
 import { parseAllowedSigners } from "../trust/allowed_signers.ts";
-import { acceptanceOf, acceptProject, readProjectTrust } from "../trust/project.ts";
+import { acceptanceOf, acceptProject, notAcceptedReason, readProjectTrust } from "../trust/project.ts";
 import { readLock, writeLock } from "../trust/lock.ts";
 import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "../trust/manifest.ts";
 import type { PluginSpec } from "./sdk.ts";
@@ -385,7 +385,7 @@ async function inspectWithTrust(config: Config, dir: string, usePins: boolean) {
       : [];
   const lockFile = path.join(config.projectDir, "plugins.lock.json");
   const lock = await readLock(lockFile);
-  const record = await inspectPlugin(
+  const inspected = await inspectPlugin(
     dir,
     { signers: [...trust.signers, ...projectSigners], revoked: trust.revoked },
     usePins ? lock.plugins : null,
@@ -393,6 +393,18 @@ async function inspectWithTrust(config: Config, dir: string, usePins: boolean) {
     undefined,
     "project",
   );
+  // Verified against files the user has not accepted as they are: it would not load, and verify says why.
+  const record = usePins && inspected.record.status === "verified" && acceptance.state !== "accepted"
+    ? {
+      ...inspected,
+      record: {
+        ...inspected.record,
+        status: "project-not-accepted" as const,
+        reason: notAcceptedReason(acceptance),
+        fix: fixFor("project-not-accepted", inspected.record.id),
+      },
+    }
+    : inspected;
   return { ...record, lock, lockFile, project: true };
 }
 
