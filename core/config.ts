@@ -6,6 +6,7 @@ import path from "node:path";
 import { problem, received, WardenError } from "./errors.ts";
 import { LOG_LEVELS, type LogLevel } from "./log.ts";
 import { platform } from "./platform/mod.ts";
+import { userDirs } from "./platform/user_dirs.ts";
 import type { RootSpec } from "./doors/roots.ts";
 import { RISK_CLASSES, type RiskClass } from "./tool.ts";
 import { DEFAULT_JOB_LIMITS, type JobLimits } from "./jobs/queue.ts";
@@ -41,27 +42,36 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
   {
     flag: "--plugins-dir <dir>",
     env: "WARDEN_PLUGINS_DIR",
-    default: "<warden>/plugins",
-    description: "Where signed plugins live, one directory each.",
+    default: "<user config>/plugins",
+    description:
+      "Where the user's own signed plugins live, one directory each; a project's are in its `.warden/plugins/` (see --project-dir).",
   },
   {
     flag: "--allowed-signers <file>",
     env: "WARDEN_ALLOWED_SIGNERS",
-    default: "<warden>/trust/allowed_signers",
+    default: "<user config>/allowed_signers",
     description:
-      "OpenSSH allowed_signers file: the keys trusted to sign plugins and repository check manifests, each for its namespace (a missing file trusts nobody).",
+      "The user's OpenSSH allowed_signers file: the keys trusted to sign plugins (of both scopes) and repository check manifests, each for its namespace (a missing file trusts nobody).",
   },
   {
     flag: "--revoked-keys <file>",
     env: "WARDEN_REVOKED_KEYS",
-    default: "<warden>/trust/revoked_keys",
+    default: "<user config>/revoked_keys",
     description: "Public keys, one per line, whose signatures are refused whatever allowed_signers says.",
   },
   {
     flag: "--plugins-lock <file>",
     env: "WARDEN_PLUGINS_LOCK",
-    default: "<warden>/plugins.lock.json",
-    description: "The pins: which plugin manifests, and which check manifest for each root, may run (by digest).",
+    default: "<user config>/plugins.lock.json",
+    description:
+      "The user's pins: which of the user's plugin manifests, and which check manifest for each root, may run (by digest).",
+  },
+  {
+    flag: "--project-dir <dir>",
+    env: "WARDEN_PROJECT_DIR",
+    default: "<first root>/.warden",
+    description:
+      "The project's shared warden directory: its `plugins/`, their `plugins.lock.json` and its `allowed_signers`, honoured once accepted (`warden project accept`).",
   },
   {
     flag: "--strict-plugins",
@@ -99,13 +109,13 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
   {
     flag: "--ledger <dir>",
     env: "WARDEN_LEDGER",
-    default: "<warden>/.ledger",
+    default: "<user state>/ledger",
     description: "Where each server process appends its hash-chained call ledger (one `.jsonl` file per process).",
   },
   {
     flag: "--jobs-dir <dir>",
     env: "WARDEN_JOBS_DIR",
-    default: "<warden>/.jobs",
+    default: "<user state>/jobs",
     description:
       "Where each server process keeps its jobs (one `.json` file per process), so a restarted server answers for them.",
   },
@@ -155,14 +165,44 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
   },
 ]);
 
-/** Settings shared by every command. Paths are absolute. */
+/** The settings that are paths, by Config key, with their flag. */
+export const PATH_SETTINGS = Object.freeze(
+  {
+    pluginsDir: "--plugins-dir",
+    allowedSignersFile: "--allowed-signers",
+    revokedKeysFile: "--revoked-keys",
+    lockFile: "--plugins-lock",
+    projectDir: "--project-dir",
+    ledgerDir: "--ledger",
+    jobsDir: "--jobs-dir",
+  } as const,
+);
+export type PathSetting = keyof typeof PATH_SETTINGS;
+
+/**
+ * Where a path setting came from: its flag, its variable, or the default it took (`project`: under the first root;
+ * `user config`, `user state`: the user's directories of core/platform/user_dirs.ts).
+ */
+export type SettingSource = string;
+
+/**
+ * Settings shared by every command. Paths are absolute. A path whose default is the user's config or state directory
+ * throws, when read, the error that says why that directory is unknown (no HOME) and which flag avoids it: only a
+ * command that uses it fails.
+ */
 export interface Config {
   readonly roots: readonly RootSpec[];
   readonly callTimeoutMs: number;
   readonly logLevel: LogLevel;
   readonly pluginsDir: string;
-  /** The flag or variable that named pluginsDir; null for the default (`<warden>/plugins`). */
+  /** The flag or variable that named pluginsDir; null for the default (`<user config>/plugins`). */
   readonly pluginsDirFrom: string | null;
+  /** The project's `.warden` directory (by default the first root's). */
+  readonly projectDir: string;
+  /** Where warden records the projects the user accepted (`<user state>/accepted_projects.json`). */
+  readonly acceptedProjectsFile: string;
+  /** Where each path setting came from. */
+  readonly sources: Readonly<Record<PathSetting, SettingSource>>;
   readonly allowedSignersFile: string;
   readonly revokedKeysFile: string;
   readonly lockFile: string;
@@ -275,6 +315,7 @@ const VALUE_FLAGS = [
   "--allowed-signers",
   "--revoked-keys",
   "--plugins-lock",
+  "--project-dir",
   "--max-risk",
   "--disable-tool",
   "--require-principal",
@@ -292,13 +333,14 @@ const BOOLEAN_FLAGS = ["--strict-plugins"];
 
 /**
  * Takes the shared settings out of `argv` (flags win over the environment)
- * and returns them with the remaining arguments in order. `appRoot` is the
- * directory defaults such as plugins/ are relative to.
+ * and returns them with the remaining arguments in order. Defaults are the
+ * user's directories (`os` names the platform whose conventions they follow)
+ * and the project's `.warden`, never the directory warden is installed in.
  */
 export function parseConfig(
   argv: readonly string[],
-  appRoot: string,
   env: (name: string) => string | undefined = (name) => platform().env(name),
+  os: string = platform().os,
 ): ParsedArgs {
   const rest: string[] = [];
   const flags = new Map<string, string[]>();
@@ -330,15 +372,26 @@ export function parseConfig(
     const fromEnv = env(variable);
     return fromEnv ? [variable, fromEnv] : undefined;
   };
-  const file = (flag: string, variable: string, fallback: string) => {
-    const given = setting(flag, variable);
+  const dirs = userDirs(os, env);
+  const sources: Partial<Record<PathSetting, SettingSource>> = {};
+  /** A path setting: the flag's or variable's, else `fallback` under `base` (or the error that base is). */
+  const file = (
+    key: PathSetting,
+    variable: string,
+    source: SettingSource,
+    base: string | WardenError,
+    fallback: string,
+  ) => {
+    const given = setting(PATH_SETTINGS[key], variable);
     if (given && given[1].trim() === "") {
       throw new WardenError(
         "config_invalid",
         problem(`Invalid ${given[0]}`, "expected a path, received an empty string"),
       );
     }
-    return given ? path.resolve(platform().cwd(), given[1]) : path.join(appRoot, fallback);
+    sources[key] = given?.[0] ?? source;
+    if (given) return path.resolve(platform().cwd(), given[1]);
+    return typeof base === "string" ? path.join(base, fallback) : base;
   };
 
   let roots = (flags.get("--root") ?? []).map((text) => parseRoot("--root", text));
@@ -426,33 +479,56 @@ export function parseConfig(
     ? parseCheckNames("WARDEN_ALLOW_UNISOLATED", [unisolatedVar])
     : Object.freeze([]);
 
-  return {
-    config: Object.freeze({
-      roots: Object.freeze(roots.map((r) => Object.freeze(r))),
-      callTimeoutMs,
-      logLevel,
-      pluginsDir: file("--plugins-dir", "WARDEN_PLUGINS_DIR", "plugins"),
-      pluginsDirFrom: setting("--plugins-dir", "WARDEN_PLUGINS_DIR")?.[0] ?? null,
-      allowedSignersFile: file("--allowed-signers", "WARDEN_ALLOWED_SIGNERS", "trust/allowed_signers"),
-      revokedKeysFile: file("--revoked-keys", "WARDEN_REVOKED_KEYS", "trust/revoked_keys"),
-      lockFile: file("--plugins-lock", "WARDEN_PLUGINS_LOCK", "plugins.lock.json"),
-      strictPlugins: strict !== undefined && (strict[1] === "1" || strict[1] === "true"),
-      maxRisk: (risk?.[1] ?? "external-side-effect") as RiskClass,
-      disabledTools: names("--disable-tool", "WARDEN_DISABLED_TOOLS"),
-      principalTools: names("--require-principal", "WARDEN_PRINCIPAL_TOOLS"),
-      principal: principal?.[1] ?? null,
-      ledgerDir: file("--ledger", "WARDEN_LEDGER", ".ledger"),
-      jobsDir: file("--jobs-dir", "WARDEN_JOBS_DIR", ".jobs"),
-      jobLimits,
-      jobTimeoutMs: jobTimeout
-        ? parseDuration(jobTimeout[0], jobTimeout[1], {
-          min: 1000,
-          max: MAX_TIMEOUT_MS,
-          words: "from 1s to 60m such as 90s or 10m",
-        })
-        : 600_000,
-      allowUnisolated,
-    }),
-    rest,
+  const paths = {
+    pluginsDir: file("pluginsDir", "WARDEN_PLUGINS_DIR", "user config", dirs.config, "plugins"),
+    allowedSignersFile: file(
+      "allowedSignersFile",
+      "WARDEN_ALLOWED_SIGNERS",
+      "user config",
+      dirs.config,
+      "allowed_signers",
+    ),
+    revokedKeysFile: file("revokedKeysFile", "WARDEN_REVOKED_KEYS", "user config", dirs.config, "revoked_keys"),
+    lockFile: file("lockFile", "WARDEN_PLUGINS_LOCK", "user config", dirs.config, "plugins.lock.json"),
+    projectDir: file("projectDir", "WARDEN_PROJECT_DIR", "project", roots[0].path, ".warden"),
+    ledgerDir: file("ledgerDir", "WARDEN_LEDGER", "user state", dirs.state, "ledger"),
+    jobsDir: file("jobsDir", "WARDEN_JOBS_DIR", "user state", dirs.state, "jobs"),
+    acceptedProjectsFile: typeof dirs.state === "string" ? path.join(dirs.state, "accepted_projects.json") : dirs.state,
   };
+  const config = {
+    roots: Object.freeze(roots.map((r) => Object.freeze(r))),
+    callTimeoutMs,
+    logLevel,
+    pluginsDirFrom: setting("--plugins-dir", "WARDEN_PLUGINS_DIR")?.[0] ?? null,
+    sources: Object.freeze(sources as Record<PathSetting, SettingSource>),
+    strictPlugins: strict !== undefined && (strict[1] === "1" || strict[1] === "true"),
+    maxRisk: (risk?.[1] ?? "external-side-effect") as RiskClass,
+    disabledTools: names("--disable-tool", "WARDEN_DISABLED_TOOLS"),
+    principalTools: names("--require-principal", "WARDEN_PRINCIPAL_TOOLS"),
+    principal: principal?.[1] ?? null,
+    jobLimits,
+    jobTimeoutMs: jobTimeout
+      ? parseDuration(jobTimeout[0], jobTimeout[1], {
+        min: 1000,
+        max: MAX_TIMEOUT_MS,
+        words: "from 1s to 60m such as 90s or 10m",
+      })
+      : 600_000,
+    allowUnisolated,
+  };
+  // A default under an unknown user directory throws when read, not now: a command that never uses it runs.
+  for (const [key, value] of Object.entries(paths)) {
+    Object.defineProperty(
+      config,
+      key,
+      typeof value === "string" ? { value, enumerable: true } : {
+        get: () => {
+          throw value;
+        },
+        enumerable: true,
+      },
+    );
+  }
+  // The path properties were defined just above, which the literal's type cannot see.
+  return { config: Object.freeze(config) as unknown as Config, rest };
 }

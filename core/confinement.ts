@@ -7,7 +7,7 @@ import path from "node:path";
 
 /** What one server process needs from the runtime, by permission; paths absolute. */
 export interface PermissionNeeds {
-  /** The roots, warden's own files (source or build, node_modules, plugins, trust, lock), the ledger. */
+  /** The roots, warden's own files (source or build, node_modules), the user's and the project's plugins, trust and lock, the ledger. */
   readonly read: readonly string[];
   /** The ledger directory, the roots tools declare as write roots, the gate scratch parent. */
   readonly write: readonly string[];
@@ -38,6 +38,7 @@ export interface NeedsInput {
   /** Root id to the paths it stands for (as configured and, if different, real). */
   readonly roots: ReadonlyMap<string, readonly string[]>;
   readonly pluginsDir: string;
+  /** The user's trust files and lock, the project's `.warden` directory, the accepted projects' record. */
   readonly trustFiles: readonly string[];
   readonly ledgerDir: string;
   /** Where jobs are kept, when a tool is served as a job. */

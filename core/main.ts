@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // warden's entry point: `warden [serve]` runs the stdio MCP server; `tools`,
 // `call` and `catalog` are shell commands over the same frozen catalog.
+import path from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
 import type { CommandEnv } from "./cli.ts";
-import { type Config, parseConfig, SETTINGS } from "./config.ts";
+import { type Config, parseConfig, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/trust/presence.ts";
@@ -53,6 +54,10 @@ Usage:
   warden checks <allow-signer|verify|trust> <root>
                                     review and pin a repository's signed check
                                     manifest ("warden checks help")
+  warden project <status|accept>    whether you accepted the project's .warden trust
+                                    files, and accepting them ("warden project help")
+  warden doctor [--json]            each setting's path and where it came from, and
+                                    what warden needs here; exit 1 on a problem
   warden ledger verify [--json]     check the call ledger's hash chains
   warden init [--client claude|cursor|vscode|codex] [--print] [--force]
                                     register warden with this project's agent
@@ -78,6 +83,8 @@ const SHELL_COMMANDS = [
   "checks",
   "ledger",
   "init",
+  "project",
+  "doctor",
   "help",
   "--help",
   "-h",
@@ -88,7 +95,7 @@ const SHELL_COMMANDS = [
 /** Whether `args` ask for the server (its stderr is a log) rather than a shell command. */
 function isServing(args: readonly string[]): boolean {
   try {
-    const command = parseConfig(args, "/").rest[0];
+    const command = parseConfig(args).rest[0];
     return command === undefined || command === "serve";
   } catch {
     return !args.some((arg) => SHELL_COMMANDS.includes(arg));
@@ -97,8 +104,8 @@ function isServing(args: readonly string[]): boolean {
 
 /**
  * A plugins directory named by a setting that is not a directory: with --strict-plugins a refusal, else said once
- * (a log line when serving, a line for a shell command), as no plugin can load from it. The default directory may
- * be missing: someone who removed the example wants no plugins.
+ * (a log line when serving, a line for a shell command), as no plugin can load from it. The default directory (the
+ * user's) may be missing: a user without plugins of their own, as the project's `.warden/plugins/` may be.
  */
 async function checkPluginsDir(config: Config, serving: boolean): Promise<void> {
   if (config.pluginsDirFrom === null) return;
@@ -143,6 +150,17 @@ function toolsDir(source = fromSource): { url: URL; extensions: string[] } {
     : { url: new URL("dist/tools/", appRoot), extensions: [".js"] };
 }
 
+/** The name each user-directory default has under its base (core/config.ts). */
+const DEFAULT_NAMES: Readonly<Record<PathSetting, string>> = Object.freeze({
+  pluginsDir: "plugins",
+  allowedSignersFile: "allowed_signers",
+  revokedKeysFile: "revoked_keys",
+  lockFile: "plugins.lock.json",
+  projectDir: ".warden",
+  ledgerDir: "ledger",
+  jobsDir: "jobs",
+});
+
 function hostFacts(
   catalog: Catalog,
   digest: () => string,
@@ -152,8 +170,22 @@ function hostFacts(
   spawner: Spawner,
   confinement: Confinement,
   allowUnisolated: readonly string[],
+  config: Config,
 ): HostFacts {
   const { runtime } = platform();
+  // Results never show host paths: a default is named by its base (`<user config>/plugins`, `<root default>/.warden`),
+  // a path a flag or a variable gave by that setting alone (the operator knows it; `warden doctor` prints it).
+  const settings = Object.fromEntries(
+    (Object.entries(PATH_SETTINGS) as [PathSetting, string][]).map(([key, flag]) => {
+      const from = config.sources[key];
+      const file = from === "project"
+        ? `<root ${config.roots[0].id}>/.warden`
+        : from === "user config" || from === "user state"
+        ? `<${from}>/${DEFAULT_NAMES[key]}`
+        : null;
+      return [flag, Object.freeze({ file, from })];
+    }),
+  );
   return Object.freeze({
     name: SERVER_NAME,
     version: pkg.version,
@@ -174,6 +206,7 @@ function hostFacts(
     gateIsolation: () => spawner.isolation(),
     allowUnisolated,
     confinement,
+    settings: Object.freeze(settings),
   });
 }
 
@@ -202,12 +235,14 @@ async function namesNoKey(file: string): Promise<boolean> {
  * waits for them, as extension_list and an unknown tool's message read their records.
  */
 async function checksCanWait(config: Config): Promise<boolean> {
+  // Without a lock of either scope, nothing is pinned: no plugin can load.
   return !config.strictPlugins && absent(config.lockFile) &&
+    absent(path.join(config.projectDir, "plugins.lock.json")) &&
     await namesNoKey(config.allowedSignersFile) && await namesNoKey(config.revokedKeysFile);
 }
 
 async function main(argv: readonly string[]): Promise<number> {
-  const { config, rest } = parseConfig(argv, platform().fromFileUrl(appRoot));
+  const { config, rest } = parseConfig(argv);
   setLogLevel(config.logLevel);
   const [command = "serve", ...args] = rest;
   if (command === "help" || command === "--help" || command === "-h") {
@@ -229,11 +264,38 @@ async function main(argv: readonly string[]): Promise<number> {
     const { ledgerCommand } = await import("./governance/ledger_command.ts");
     return await ledgerCommand(config.ledgerDir, args);
   }
+  if (command === "project") {
+    const { projectCommand } = await import("./plugins/authoring/project_cli.ts");
+    return await projectCommand(config, args);
+  }
   if (command === "checks") {
     const { checksCommand } = await import("./plugins/authoring/checks_cli.ts");
     return await checksCommand(config, args);
   }
   const dir = toolsDir();
+  if (command === "doctor") {
+    // Before anything reads a setting: the doctor reports a path it cannot place (no HOME) instead of stopping on it.
+    const [{ doctorCommand }, { projectStatus }] = await Promise.all([
+      import("./doctor.ts"),
+      import("./plugins/authoring/project_cli.ts"),
+    ]);
+    const spawner = new Spawner();
+    return await doctorCommand({
+      config,
+      installDir: platform().fromFileUrl(appRoot).replace(/[\\/]$/, ""),
+      spawner,
+      // What the runtime holds this process to, against what the built-in tools and these settings need.
+      confinement: async () => {
+        const catalog = buildCatalog((await loadTools(dir.url, dir.extensions)).map(builtinEntry));
+        return confinementOf(await needsOf(install, config, catalog, spawner, [])).state;
+      },
+      plugins: async () => {
+        const { discoverPlugins, pluginSources } = await import("./plugins/trust/discover.ts");
+        return (await discoverPlugins(pluginSources(config, new Set()))).records;
+      },
+      project: () => projectStatus(config),
+    }, args);
+  }
   if (command === "plugin") {
     const { pluginCommand } = await import("./plugins/authoring/cli.ts");
     // A tool served as a job also takes the names of its two job tools.
@@ -249,14 +311,21 @@ async function main(argv: readonly string[]): Promise<number> {
     // Before the roots and plugins are read: under deno, a root it does not let warden read looks like a missing one,
     // and a plugins directory it does not let warden list is an error that would not name the fix.
     const missing = denoMissing({
-      read: [...config.roots.map((root) => root.path), config.pluginsDir],
+      // A project directory named by a setting; the default one is under the first root.
+      read: [
+        ...config.roots.map((root) => root.path),
+        config.pluginsDir,
+        ...(config.sources.projectDir === "project" ? [] : [config.projectDir]),
+      ],
       write: [config.ledgerDir],
     });
     if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
   }
   const [fs, withPlugins] = await Promise.all([
     openRoots(config.roots),
-    hasPluginDirectories(config.pluginsDir),
+    Promise.all([config.pluginsDir, path.join(config.projectDir, "plugins")].map(hasPluginDirectories)).then((found) =>
+      found.includes(true)
+    ),
     checkPluginsDir(config, command === "serve"),
   ]);
   // Built-in tools and plugins are read side by side; plugins learn the
@@ -334,6 +403,7 @@ async function main(argv: readonly string[]): Promise<number> {
       spawner,
       confinement.state,
       config.allowUnisolated,
+      config,
     );
     let jobs: JobQueue | undefined;
     /** The job queue, with the jobs of earlier processes read: after the initialize answer, before any call. */
@@ -427,6 +497,7 @@ async function main(argv: readonly string[]): Promise<number> {
       spawner,
       confinement.state,
       config.allowUnisolated,
+      config,
     ),
     callTimeoutMs: config.callTimeoutMs,
     spawner,

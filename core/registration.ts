@@ -3,7 +3,8 @@
 // at startup, checked against what the runtime grants, and printed by the
 // startup line and `warden command`.
 import type { Catalog } from "./catalog.ts";
-import { type Config, parseConfig, SETTINGS } from "./config.ts";
+import { type Config, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
+import { USER_DIR_VARIABLES } from "./platform/user_dirs.ts";
 import { denoPermissionFlags, nodePermissionFlags, type PermissionNeeds, permissionNeeds } from "./confinement.ts";
 import { problem, received, WardenError } from "./errors.ts";
 import { DENO_RUN_FLAGS, type FileStat, platform } from "./platform/mod.ts";
@@ -53,6 +54,8 @@ function runsSource(install: Install, runtime: "node" | "deno"): boolean {
  */
 const ENV_READ = Object.freeze([
   ...SETTINGS.flatMap((s) => s.env ? [s.env] : []),
+  // Where the user's config and state directories are (core/platform/user_dirs.ts).
+  ...USER_DIR_VARIABLES,
   "PATH",
   "TMPDIR",
   // TSC_WATCHFILE, TSC_WATCH_POLLINGINTERVAL_LOW and eleven more, read when TypeScript's sys is made; the rest
@@ -119,6 +122,18 @@ async function inPath(name: string): Promise<string[]> {
   return [];
 }
 
+/**
+ * The record of accepted projects, when the user state directory is known: without it (no HOME) a server whose
+ * ledger and jobs are named by flags still runs, and only a project's plugins need it (they are refused, saying why).
+ */
+function acceptedProjects(config: Config): string[] {
+  try {
+    return [config.acceptedProjectsFile];
+  } catch {
+    return [];
+  }
+}
+
 /** What this server needs from the runtime `runtime` (this one unless asked), from its catalog and settings. */
 export async function needsOf(
   install: Install,
@@ -150,7 +165,15 @@ export async function needsOf(
     toolsDir: platform().fromFileUrl(install.toolsDir(source)).replace(/[\\/]$/, ""),
     roots,
     pluginsDir: config.pluginsDir,
-    trustFiles: [config.allowedSignersFile, config.revokedKeysFile, config.lockFile],
+    // The project's plugins, lock and allowed_signers are under its .warden (by default the first root's, which
+    // the root's grant covers); whether the user accepted them, in the state directory.
+    trustFiles: [
+      config.allowedSignersFile,
+      config.revokedKeysFile,
+      config.lockFile,
+      ...(config.sources.projectDir === "project" ? [] : [config.projectDir]),
+      ...acceptedProjects(config),
+    ],
     ledgerDir: config.ledgerDir,
     jobsDir: entries.some((entry) => entry.job) ? config.jobsDir : null,
     execPath: runtime === "deno" ? deno! : platform().runtime.execPath,
@@ -214,17 +237,10 @@ export function serverCommand(
   const explicit = explicitRoots(argv);
   const args: string[] = [];
   if (explicit) { for (const root of config.roots) args.push("--root", `${root.id}=${root.path}`); }
-  const defaults = parseConfig([], platform().fromFileUrl(install.appRoot), () => undefined).config;
-  for (
-    const [flag, key] of [
-      ["--plugins-dir", "pluginsDir"],
-      ["--allowed-signers", "allowedSignersFile"],
-      ["--revoked-keys", "revokedKeysFile"],
-      ["--plugins-lock", "lockFile"],
-      ["--ledger", "ledgerDir"],
-      ["--jobs-dir", "jobsDir"],
-    ] as const
-  ) if (config[key] !== defaults[key]) args.push(flag, config[key]);
+  // Paths a flag or a variable named are passed as flags, so the command needs no environment for them.
+  for (const [key, flag] of Object.entries(PATH_SETTINGS) as [PathSetting, string][]) {
+    if (config.sources[key] === flag || config.sources[key].startsWith("WARDEN_")) args.push(flag, config[key]);
+  }
   // A command registered without roots reads the directory the agent starts it in: "." in deno's flags.
   const cwd = explicit ? null : platform().cwd();
   if (runtime === "deno") {

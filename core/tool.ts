@@ -40,11 +40,15 @@ export type PluginStatus =
   | "invalid-manifest"
   | "not-pinned"
   | "pin-mismatch"
-  | "name-conflict";
+  | "name-conflict"
+  | "duplicate-id"
+  | "project-not-accepted";
 
 /** What the audit shows for one plugin directory. No host paths. */
 export interface PluginRecord {
   readonly id: string;
+  /** Whose plugin it is: the user's (their plugins directory) or the project's (its `.warden/plugins/`). */
+  readonly scope: "user" | "project";
   readonly status: PluginStatus;
   /** Why, when not verified; what the operator can do about it. */
   readonly reason: string | null;
@@ -93,6 +97,12 @@ export interface HostFacts {
   readonly allowUnisolated: readonly string[];
   /** Whether the runtime itself holds this process to what it needs (see core/confinement.ts). */
   readonly confinement: Confinement;
+  /**
+   * Each path setting by flag: where it came from (the flag, the variable, or the default: `project`, `user config`,
+   * `user state`) and, for a default, its file named by its base (`<user config>/plugins`, `<root default>/.warden`);
+   * null for a path a setting gave, which would be a host path.
+   */
+  readonly settings: Readonly<Record<string, { readonly file: string | null; readonly from: string }>>;
 }
 
 /** What every tool gets, whatever its class. */

@@ -15,7 +15,10 @@ describe(`cli (${runtimeName})`, () => {
     assert.match(lines[0], /^NAME\s+RISK\s+DESCRIPTION$/);
     assert.match(lines[1], /^change_summary\s+gate\s+Summarises the changes in a root's git working tree .*\.$/);
     assert.match(lines[2], /^code_about\s+read\s+Describes one JavaScript or TypeScript module of a root: .*\.$/);
-    assert.match(lines[6], /^extension_list\s+read\s+Lists every plugin directory with its id, .*\.$/);
+    assert.match(
+      lines[6],
+      /^extension_list\s+read\s+Lists every plugin directory, the user's and the project's \(\.warden\/plugins\/\), with its id, .*\.$/,
+    );
     assert.match(lines[7], /^host_context\s+read\s+Describes this warden server: .*\.$/);
     assert.match(
       lines[8],

@@ -46,20 +46,29 @@ export function wardenCommand(
 /** The plugins directory of every child warden unless a test names another: empty. */
 export const NO_PLUGINS = path.join(repoRoot, ".test-tmp", "no-plugins");
 
+/** The user config and state directories of every child warden (XDG_CONFIG_HOME, XDG_STATE_HOME), never the real user's. */
+export const TEST_XDG = {
+  config: path.join(repoRoot, ".test-tmp", `xdg-config-${runtimeName}`),
+  state: path.join(repoRoot, ".test-tmp", `xdg-state-${runtimeName}`),
+};
+
 /**
- * Environment for a child warden: the parent's, less anything WARDEN_*, plus
- * `extra`. The repository's plugins/ stays out unless a test names a plugins
- * directory, so that its refusal lines do not reach every test's stderr.
+ * Environment for a child warden: the parent's, less anything WARDEN_* or XDG_*, plus `extra`. The user's
+ * directories are the test's own (TEST_XDG), so that no test reads or writes the real ~/.config/warden or
+ * ~/.local/state/warden. A plugins directory stays empty unless a test names one, so that refusal lines do not reach
+ * every test's stderr.
  */
 export function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   // An existing, empty directory: a plugins directory a setting names but that is missing gets a warning.
   mkdirSync(NO_PLUGINS, { recursive: true });
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("WARDEN_")) env[key] = value;
+    if (value !== undefined && !key.startsWith("WARDEN_") && !key.startsWith("XDG_")) env[key] = value;
   }
   return {
     ...env,
+    XDG_CONFIG_HOME: TEST_XDG.config,
+    XDG_STATE_HOME: TEST_XDG.state,
     WARDEN_PLUGINS_DIR: NO_PLUGINS,
     WARDEN_LEDGER: path.join(repoRoot, ".test-tmp", `ledger-${runtimeName}`),
     WARDEN_JOBS_DIR: path.join(repoRoot, ".test-tmp", `jobs-${runtimeName}`),

@@ -150,11 +150,16 @@ describe(`README (${runtimeName})`, () => {
     // Stands for /tmp: a directory that holds no clone of warden, wherever the clone is (CI may clone under /tmp).
     const temp = tempDir();
     try {
-      // The defaults: warden's own plugins directory and ledger, the temp directory in /tmp.
+      // The defaults: the user's directories under HOME (no XDG variable, no path setting: "" is unset), the temp
+      // directory in /tmp. Nothing is created there by printing a command.
+      const home = "/home/warden-readme-example";
       const env = {
-        WARDEN_PLUGINS_DIR: path.join(repoRoot, "plugins"),
-        WARDEN_LEDGER: path.join(repoRoot, ".ledger"),
-        WARDEN_JOBS_DIR: path.join(repoRoot, ".jobs"),
+        HOME: home,
+        XDG_CONFIG_HOME: "",
+        XDG_STATE_HOME: "",
+        WARDEN_PLUGINS_DIR: "",
+        WARDEN_LEDGER: "",
+        WARDEN_JOBS_DIR: "",
       };
       const printed = await runWarden(["command", "--runtime", "deno"], {
         cwd: work.dir,
@@ -172,7 +177,7 @@ describe(`README (${runtimeName})`, () => {
       const shown = printed.stdout.trim().replaceAll(repoRoot.replace(/\/$/, ""), "<warden>").replaceAll(
         temp.dir,
         "/tmp",
-      );
+      ).replaceAll(home, "<home>");
       assert.equal(asSets(shown), asSets(documented));
       assert.ok(
         documented.startsWith(`${NO_UPDATE_CHECK} <warden>/node_modules/deno/deno run `),

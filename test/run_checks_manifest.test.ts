@@ -104,10 +104,12 @@ const OWN = JSON.stringify({
 describe(`run_checks with a repository's check manifest (${runtimeName})`, () => {
   const work = tempDir("warden-manifest-");
   const keys = path.join(work.dir, "keys");
-  const files = {
+  const files: Record<string, string> = {
     WARDEN_ALLOWED_SIGNERS: path.join(work.dir, "allowed_signers"),
     WARDEN_REVOKED_KEYS: path.join(work.dir, "revoked_keys"),
     WARDEN_PLUGINS_LOCK: path.join(work.dir, "plugins.lock.json"),
+    // The projects this suite accepts are recorded here, not in the state directory other suites share.
+    XDG_STATE_HOME: path.join(work.dir, "state"),
   };
   const fingerprints: Record<string, string> = {};
   const digests: Record<string, string> = {};
@@ -171,6 +173,28 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
     const wrong = manifestRoot("wrongns", GOOD, null);
     sign(wrong, "trusted", "warden-plugin-v1");
     manifestRoot("stranger", GOOD, "stranger");
+    // A repository that trusts itself: its .warden names its own key and pins its own manifest, and the user accepted
+    // that project (its plugins' trust). Check manifests are trusted by the user's files only: it is still a stranger.
+    const [strangerType, strangerBlob] = readFileSync(`${key("stranger")}.pub`, "utf8").trim().split(" ");
+    const self = manifestRoot("selfsigned", GOOD, "stranger", {
+      ".warden/allowed_signers":
+        `self@warden.invalid namespaces="${NAMESPACE},warden-plugin-v1" ${strangerType} ${strangerBlob}\n`,
+      ".warden/plugins.lock.json": JSON.stringify({
+        lockVersion: 1,
+        plugins: {},
+        checks: {
+          selfsigned: {
+            manifestDigest: digestOf(GOOD),
+            principal: "self@warden.invalid",
+            fingerprint: fingerprints.stranger,
+            pinnedAt: "2026-12-01T00:00:00.000Z",
+          },
+        },
+      }),
+    });
+    files.WARDEN_PROJECT_DIR = path.join(self, ".warden");
+    const accepted = await runWarden(["project", "accept"], { env: files });
+    assert.equal(accepted.code, 0, accepted.stderr);
     manifestRoot("pluginonly", GOOD, "pluginonly");
     manifestRoot("revoked", GOOD, "revoked");
     manifestRoot("expired", GOOD, "expired");
@@ -376,6 +400,12 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
       reason: () => `key ${fingerprints.stranger} is not in allowed_signers (unknown-signer)`,
       fix:
         "if you trust its signer: warden checks allow-signer <principal> --key <their key.pub>, then warden checks trust stranger",
+    },
+    {
+      root: "selfsigned",
+      reason: () => `key ${fingerprints.stranger} is not in allowed_signers (unknown-signer)`,
+      fix:
+        "if you trust its signer: warden checks allow-signer <principal> --key <their key.pub>, then warden checks trust selfsigned",
     },
     {
       root: "pluginonly",

@@ -500,7 +500,7 @@ describe(`special files reached by a plugin, and in the plugins' own files (${ru
   it("lists and verifies the plugins from the command line, promptly", async () => {
     const list = await runWarden(["plugin", "list"], { env });
     for (const [id, { status }] of Object.entries(broken)) {
-      assert.match(list.stdout, new RegExp(`^${id} +\\S+ +${status}`, "m"), list.stdout);
+      assert.match(list.stdout, new RegExp(`^${id} +user +\\S+ +${status}`, "m"), list.stdout);
     }
     for (const id of ["mfifo", "sfifo", "efifo", "esock"]) {
       const verify = await runWarden(["plugin", "verify", path.join(plugins, id)], { env });

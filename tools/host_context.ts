@@ -1,6 +1,6 @@
 // host_context (read): what this server is — name, version, runtime,
 // transport, negotiated protocol, catalog digest, tools by class, root ids,
-// gate isolation and runtime confinement.
+// gate isolation, runtime confinement, and where each path setting came from.
 import * as v from "valibot";
 import { defineTool } from "../core/tool.ts";
 
@@ -14,7 +14,7 @@ export const tool = defineTool({
   name: "host_context",
   title: "Host context",
   description:
-    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force). Call it first to learn which roots exist.",
+    "Describes this warden server: name and version, runtime, transport, negotiated MCP protocol version, catalog digest, tool counts by risk class, the ids of the roots tools can read, what confines the programs gate tools run (and which checks the operator lets run without it), and whether the runtime itself (deno's permissions, node's permission model) holds the server to what its catalog and settings need (never claiming more than is in force), and where each path setting (plugins, trust files, lock, project directory, ledger, jobs) came from: its flag, its variable, or a default, named by its base (`<user config>/plugins`, `<root default>/.warden`) and never as a host path. Call it first to learn which roots exist.",
   risk: "read",
   input: v.strictObject({}),
   output: v.object({
@@ -41,6 +41,12 @@ export const tool = defineTool({
       open: v.array(v.string()),
       detail: v.string(),
     }),
+    settings: v.pipe(
+      v.record(v.string(), v.object({ file: v.nullable(v.string()), from: v.string() })),
+      v.description(
+        "Each path setting by flag: where it came from (the flag, the variable, or the default: project, user config, user state) and a default's file by its base; null when a setting gave the path (`warden doctor` prints it).",
+      ),
+    ),
   }),
   handler: async (_args, ctx) => {
     const { host } = ctx;
@@ -61,6 +67,7 @@ export const tool = defineTool({
         allowUnisolated: [...host.allowUnisolated],
       },
       confinement: { ...host.confinement, open: [...host.confinement.open] },
+      settings: Object.fromEntries(Object.entries(host.settings).map(([flag, setting]) => [flag, { ...setting }])),
     };
   },
 });

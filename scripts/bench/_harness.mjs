@@ -197,13 +197,21 @@ export function verifyDenoPeerResolution(deno) {
   }
 }
 
-/** Environment for a child: the parent's, less anything WARDEN_*, plus `extra`. */
+/**
+ * Environment for a child: the parent's, less anything WARDEN_* or XDG_*, plus `extra`. The user's config and state
+ * directories (plugins, trust, ledger, jobs) are the bench's own under .bench/, never the real user's.
+ */
 export function childEnv(extra = {}) {
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("WARDEN_")) env[key] = value;
+    if (value !== undefined && !key.startsWith("WARDEN_") && !key.startsWith("XDG_")) env[key] = value;
   }
-  return { ...env, ...extra };
+  return {
+    ...env,
+    XDG_CONFIG_HOME: path.join(repoRoot, ".bench", "xdg-config"),
+    XDG_STATE_HOME: path.join(repoRoot, ".bench", "xdg-state"),
+    ...extra,
+  };
 }
 
 /**

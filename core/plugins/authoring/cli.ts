@@ -16,20 +16,26 @@ import {
   inspectPlugin,
   MAX_TRUST_FILE_BYTES,
   type PluginRecord,
+  pluginSources,
   readTrustStore,
 } from "../trust/discover.ts";
+import { parseAllowedSigners } from "../trust/allowed_signers.ts";
+import { acceptanceOf, acceptProject, notAcceptedReason, readProjectTrust } from "../trust/project.ts";
 import { readLock, writeLock } from "../trust/lock.ts";
 import { isManifestProblem, MANIFEST_SCHEMA_VERSION, readManifest } from "../trust/manifest.ts";
 import type { PluginSpec } from "./sdk.ts";
 
 const USAGE = `Usage:
-  warden plugin new <id>                       a working TypeScript skeleton in <plugins dir>/<id>/
+  warden plugin new <id> [--project]           a working TypeScript skeleton in <plugins dir>/<id>/
+                                               (--project: in the project's .warden/plugins/)
   warden plugin build <dir>                    bundle src/main.ts, write plugin.js and manifest.json
   warden plugin sign <dir> --key <ed25519 key> sign manifest.json (or: ssh-keygen -Y sign -n ${PLUGIN_SIGNATURE_NAMESPACE})
-  warden plugin allow-signer <principal> --key <key.pub>
-                                               trust a key to sign plugins (appends to allowed_signers)
+  warden plugin allow-signer <principal> --key <key.pub> [--project]
+                                               trust a key to sign plugins (appends to your allowed_signers,
+                                               or with --project to the project's .warden/allowed_signers)
   warden plugin verify <dir>                   check manifest, signature, signer and entry; show the pin state
   warden plugin trust <dir>                    show signer and digest, then pin the plugin in the lock file
+                                               (a plugin under .warden/plugins/ in the project's lock)
   warden plugin list [--json]                  every plugin directory and its status
 `;
 
@@ -111,7 +117,8 @@ async function newCommand(config: Config, appRoot: string, args: string[]): Prom
   if (!id || !/^[a-z][a-z0-9]{0,29}$/.test(id)) {
     throw usage(`the plugin id must be lowercase letters and digits (at most 30), received ${received(id)}`);
   }
-  const dir = path.join(config.pluginsDir, id);
+  const project = takeFlag(args, "--project");
+  const dir = path.join(project ? path.join(config.projectDir, "plugins") : config.pluginsDir, id);
   if (await platform().fs.stat(dir).then(() => true, () => false)) {
     throw new WardenError(
       "config_invalid",
@@ -293,6 +300,8 @@ export async function allowSignerCommand(
   help = "warden plugin help",
 ): Promise<number> {
   const keyFile = optionValue(args, "--key", help);
+  // Check manifests are trusted by the user's keys only: a repository must not name who signs its own checks.
+  const project = namespace === PLUGIN_SIGNATURE_NAMESPACE && takeFlag(args, "--project");
   const principal = args[0];
   if (!principal || !/^[^\s,"#*?!]+$/.test(principal)) {
     throw usage(
@@ -303,10 +312,13 @@ export async function allowSignerCommand(
     );
   }
   if (!keyFile) throw usage("--key <public key file> is required", help);
+  // A word left over (a flag of another command: --project for check manifests) must not be dropped in silence.
+  if (args.length > 1) throw usage(`unexpected ${received(args[1])}`, help);
   const key = await parsePublicKey(
     await readText(path.resolve(platform().cwd(), keyFile), "the public key", "pass --key <file.pub>"),
   );
-  const file = config.allowedSignersFile;
+  const file = project ? path.join(config.projectDir, "allowed_signers") : config.allowedSignersFile;
+  if (project) await writableProjectFile(config, "allowed_signers");
   // Only a missing file starts empty: one that cannot be read (a FIFO, too large) must not be replaced.
   const existing = await platform().fs.readTextFile(file, MAX_TRUST_FILE_BYTES).catch((error) => {
     if ((error as { code?: string }).code === "ENOENT") return "";
@@ -320,6 +332,8 @@ export async function allowSignerCommand(
   );
   // Read it back through the parser: a line warden itself cannot read must never be left behind.
   await readTrustStore({ allowedSignersFile: file, revokedKeysFile: config.revokedKeysFile });
+  // The user just made this change: it is accepted (and nothing else of the project).
+  if (project) await acceptProject(config.projectDir, config.acceptedProjectsFile, ["allowed_signers"]);
   out(`Trusted ${key.fingerprint} as ${principal} for ${namespace} in ${file}.`);
   return 0;
 }
@@ -338,15 +352,87 @@ function describeRecord(record: PluginRecord): string {
     `reads       ${record.capabilities ? record.capabilities.readRoots.join(", ") || "(no roots)" : "-"}`,
     `tools       ${record.tools.join(", ") || "-"}`,
     `pinned      ${record.pinned ? "yes" : "no"}`,
+    `scope       ${record.scope}`,
   ];
   if (record.fix) lines.push(`next        ${record.fix}`);
   return lines.join("\n");
 }
 
+/**
+ * The trust a plugin in `dir` is checked against, and the lock that pins it: a plugin under the project's
+ * `.warden/plugins/` is the project's (the user's keys and the project's allowed_signers as accepted; the project's
+ * lock), any other the user's.
+ */
 async function inspectWithTrust(config: Config, dir: string, usePins: boolean) {
   const trust = await readTrustStore(config);
-  const lock = await readLock(config.lockFile);
-  return { ...(await inspectPlugin(dir, trust, usePins ? lock.plugins : null, new Date())), lock };
+  const projectPlugins = path.join(config.projectDir, "plugins");
+  if (path.dirname(dir) !== projectPlugins) {
+    const lock = await readLock(config.lockFile);
+    return {
+      ...(await inspectPlugin(dir, trust, usePins ? lock.plugins : null, new Date())),
+      lock,
+      lockFile: config.lockFile,
+      project: false,
+    };
+  }
+  const project = await readProjectTrust(config.projectDir);
+  const acceptance = await acceptanceOf(project, config.acceptedProjectsFile);
+  const signers = project.texts["allowed_signers"];
+  // The project's keys count only as the user accepted them.
+  const projectSigners =
+    signers !== null && acceptance.recorded?.["allowed_signers"] === project.digests["allowed_signers"]
+      ? await parseAllowedSigners(signers, path.join(config.projectDir, "allowed_signers"))
+      : [];
+  const lockFile = path.join(config.projectDir, "plugins.lock.json");
+  const lock = await readLock(lockFile);
+  const inspected = await inspectPlugin(
+    dir,
+    { signers: [...trust.signers, ...projectSigners], revoked: trust.revoked },
+    usePins ? lock.plugins : null,
+    new Date(),
+    undefined,
+    "project",
+  );
+  // Verified against files the user has not accepted as they are: it would not load, and verify says why.
+  const record = usePins && inspected.record.status === "verified" && acceptance.state !== "accepted"
+    ? {
+      ...inspected,
+      record: {
+        ...inspected.record,
+        status: "project-not-accepted" as const,
+        reason: notAcceptedReason(acceptance),
+        fix: fixFor("project-not-accepted", inspected.record.id),
+      },
+    }
+    : inspected;
+  return { ...record, lock, lockFile, project: true };
+}
+
+/** Takes `flag` out of `args`; whether it was there. */
+function takeFlag(args: string[], flag: string): boolean {
+  const i = args.indexOf(flag);
+  if (i !== -1) args.splice(i, 1);
+  return i !== -1;
+}
+
+/**
+ * Refuses to write a project trust file that changed since the user accepted it: the write would accept what they
+ * have not reviewed (another pin, another key) along with their own change.
+ */
+async function writableProjectFile(config: Config, name: "allowed_signers" | "plugins.lock.json"): Promise<void> {
+  const project = await readProjectTrust(config.projectDir);
+  const acceptance = await acceptanceOf(project, config.acceptedProjectsFile);
+  const digest = project.digests[name];
+  if (digest !== null && acceptance.recorded?.[name] !== digest) {
+    throw new WardenError(
+      "invalid_trust_store",
+      problem(
+        `Cannot change the project's .warden/${name}`,
+        acceptance.state === "not-accepted" ? "you never accepted it" : "it changed since you accepted it",
+        'review it ("git log -p -- .warden/", "warden project status"), run "warden project accept", then run this again',
+      ),
+    );
+  }
 }
 
 /** The plugin directory an operator named: it must be one, or there is nothing to review. */
@@ -376,7 +462,7 @@ async function verifyCommand(config: Config, args: string[]): Promise<number> {
 
 async function trustCommand(config: Config, args: string[]): Promise<number> {
   const dir = await existingPluginDir(config, args[0], "trust");
-  const { record, lock } = await inspectWithTrust(config, dir, false);
+  const { record, lock, lockFile, project } = await inspectWithTrust(config, dir, false);
   out(describeRecord({ ...record, pinned: Object.hasOwn(lock.plugins, record.id), fix: null }));
   if (record.status !== "verified") {
     const fix = fixFor(record.status, record.id, { dir: args[0], reviewing: true });
@@ -390,27 +476,31 @@ async function trustCommand(config: Config, args: string[]): Promise<number> {
     fingerprint: record.signer!.fingerprint,
     pinnedAt: new Date().toISOString(),
   };
-  await writeLock(config.lockFile, lock);
+  if (project) await writableProjectFile(config, "plugins.lock.json");
+  await writeLock(lockFile, lock);
+  // The user just pinned it: the lock as written is accepted (and nothing else of the project).
+  if (project) await acceptProject(config.projectDir, config.acceptedProjectsFile, ["plugins.lock.json"]);
   out(
-    `Pinned ${record.id} ${record.version} at ${record.manifestDigest} in ${config.lockFile}; it loads at the next start.`,
+    `Pinned ${record.id} ${record.version} at ${record.manifestDigest} in ${lockFile}; it loads at the next start.`,
   );
   return 0;
 }
 
 async function listCommand(config: Config, args: string[], reservedNames: ReadonlySet<string>): Promise<number> {
-  const { records } = await discoverPlugins({ ...config, reservedNames });
+  const { records } = await discoverPlugins(pluginSources(config, reservedNames));
   if (args.includes("--json")) {
     out(JSON.stringify(records, null, 2));
     return 0;
   }
   if (records.length === 0) {
-    out(`No plugins in ${config.pluginsDir}.`);
+    out(`No plugins in ${config.pluginsDir} or ${path.join(config.projectDir, "plugins")}.`);
     return 0;
   }
-  const rows = [["ID", "VERSION", "STATUS", "PINNED", "SIGNER", "TOOLS"]];
+  const rows = [["ID", "SCOPE", "VERSION", "STATUS", "PINNED", "SIGNER", "TOOLS"]];
   for (const r of records) {
     rows.push([
       r.id,
+      r.scope,
       r.version ?? "-",
       r.status,
       r.pinned ? "yes" : "no",

@@ -10,7 +10,7 @@ import { restrictRoots, type RootFs } from "../../doors/roots.ts";
 import type { ExternalContext, GateContext, ToolContext } from "../../tool.ts";
 import { CAPABILITY_NAMES, ruleOf } from "../../capabilities.ts";
 import type { Manifest } from "../trust/manifest.ts";
-import { discoverPlugins, type PluginRecord, type VerifiedPlugin } from "../trust/discover.ts";
+import { discoverPlugins, type PluginRecord, pluginSources, type VerifiedPlugin } from "../trust/discover.ts";
 import { limitsOf, noCpuBudgetWhy, osLimits } from "./limits.ts";
 import { platform } from "../../platform/mod.ts";
 import { DENO_MISSING_FIX } from "../../platform/types.ts";
@@ -100,13 +100,7 @@ export async function loadPlugins(
   /** How each refusal is said: by default a `plugin_refused` log line (the server's stderr is a log). */
   reportRefused: (refused: readonly PluginRecord[]) => void = logRefused,
 ): Promise<LoadedPlugins> {
-  const { records: found, verified } = await discoverPlugins({
-    pluginsDir: config.pluginsDir,
-    allowedSignersFile: config.allowedSignersFile,
-    revokedKeysFile: config.revokedKeysFile,
-    lockFile: config.lockFile,
-    reservedNames,
-  });
+  const { records: found, verified } = await discoverPlugins(pluginSources(config, reservedNames));
   const refused = found.filter((record) => record.status !== "verified");
   if (refused.length > 0) reportRefused(refused);
   if (config.strictPlugins && refused.length > 0) {

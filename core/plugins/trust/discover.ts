@@ -3,14 +3,18 @@
 // (SSHSIG over the manifest bytes), signer (allowed_signers, revocations,
 // validity), entry (sha256 of the bytes read here, which are the bytes that
 // will run), pin (plugins.lock.json) and name clashes. Only `verified`
-// plugins reach the catalog.
+// plugins reach the catalog. Two scopes: the user's plugins (their trust
+// store and lock), then the project's `.warden/plugins/` (the user's trust
+// store plus the project's allowed_signers, the project's lock), honoured only
+// once the user accepted the project's trust files (project.ts).
 import { sha256Digest } from "../../sha256.ts";
 import path from "node:path";
 import { messageOf, problem, WardenError } from "../../errors.ts";
 import { platform } from "../../platform/mod.ts";
 import type { PluginRecord, PluginStatus } from "../../tool.ts";
 import { type AllowedSigner, checkSigner, parseAllowedSigners, parseRevokedKeys } from "./allowed_signers.ts";
-import { readLock } from "./lock.ts";
+import { parseLock, type PluginLock, readLock } from "./lock.ts";
+import { acceptanceOf, NOT_ACCEPTED_FIX, notAcceptedReason, readProjectTrust } from "./project.ts";
 import { limitsOf, pluginIsolation } from "../sandbox/limits.ts";
 import { isManifestProblem, type Manifest, readManifest } from "./manifest.ts";
 import { parseSignature, PLUGIN_SIGNATURE_NAMESPACE, type SshPublicKey, verifySignature } from "./sshsig.ts";
@@ -26,16 +30,50 @@ export interface VerifiedPlugin {
   readonly entryBytes: Uint8Array;
 }
 
-/** Where the plugins and the trust configuration are. */
+/** Where the plugins and the trust configuration are: the user's, and the project's `.warden` directory. */
 export interface PluginSources {
   readonly pluginsDir: string;
   readonly allowedSignersFile: string;
   readonly revokedKeysFile: string;
   readonly lockFile: string;
+  readonly projectDir: string;
+  /** Where the user's acceptances are (`<user state>/accepted_projects.json`); read only when the project has plugins. */
+  readonly acceptedProjectsFile: string;
   /** Catalog names already taken (built-in tools). */
   /** Known when the clashes are checked, after every directory was inspected. */
   readonly reservedNames: ReadonlySet<string> | Promise<ReadonlySet<string>>;
   readonly now?: Date;
+}
+
+/**
+ * The sources the settings name. Each read when used: a default under a user directory that cannot be known (no
+ * HOME) fails only a command that needs it.
+ */
+export function pluginSources(
+  config: Pick<PluginSources, Exclude<keyof PluginSources, "reservedNames" | "now">>,
+  reservedNames: PluginSources["reservedNames"],
+): PluginSources {
+  return {
+    get pluginsDir() {
+      return config.pluginsDir;
+    },
+    get allowedSignersFile() {
+      return config.allowedSignersFile;
+    },
+    get revokedKeysFile() {
+      return config.revokedKeysFile;
+    },
+    get lockFile() {
+      return config.lockFile;
+    },
+    get projectDir() {
+      return config.projectDir;
+    },
+    get acceptedProjectsFile() {
+      return config.acceptedProjectsFile;
+    },
+    reservedNames,
+  };
 }
 
 /** The trust store as files say it. */
@@ -100,6 +138,8 @@ const FIXES: Partial<Record<PluginStatus, (c: FixContext) => string>> = {
         : `review it with "warden plugin verify ${c.dir}" and pin it again with "warden plugin trust ${c.dir}"`
     }`,
   "name-conflict": () => "rename the plugin or the tool; two tools cannot share a name",
+  "duplicate-id": () => "remove one of the two, or rename one (its id and its directory)",
+  "project-not-accepted": () => NOT_ACCEPTED_FIX,
 };
 
 /**
@@ -129,11 +169,15 @@ export async function inspectPlugin(
   pins: Readonly<Record<string, { manifestDigest: string; fingerprint: string }>> | null,
   now: Date,
   realDir?: string,
+  scope: PluginRecord["scope"] = "user",
 ): Promise<{ record: PluginRecord; manifest?: Manifest; entryBytes?: Uint8Array }> {
   const id = path.basename(dir);
   const fs = platform().fs;
+  // How a fix names it: a project's plugin by its place in the repository.
+  const shown = scope === "project" ? { dir: `.warden/plugins/${id}` } : {};
   const base = {
     id,
+    scope,
     version: null,
     manifestDigest: null,
     entryDigest: null,
@@ -146,7 +190,7 @@ export async function inspectPlugin(
     isolation: "none: not loaded",
   };
   const refuse = (status: PluginStatus, reason: string, extra: Partial<PluginRecord> = {}) => ({
-    record: { ...base, ...extra, status, reason, fix: fixFor(status, id) },
+    record: { ...base, ...extra, status, reason, fix: fixFor(status, id, shown) },
   });
 
   const manifestPath = path.join(dir, "manifest.json");
@@ -271,45 +315,123 @@ export async function inspectPlugin(
   };
 }
 
-/** Inspects every plugin directory, sorted by id; verified ones come with their bytes. */
+/** The plugin directories of `dir` (sorted, hidden ones left out); none when it is missing. */
+async function pluginDirs(dir: string): Promise<string[]> {
+  try {
+    const entries = await platform().fs.readDir(dir);
+    return entries.filter((e) => e.kind === "directory" && !e.name.startsWith(".")).map((e) => e.name).sort();
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return [];
+    throw new WardenError(
+      "invalid_trust_store",
+      problem(`Cannot list the plugins directory ${dir}`, messageOf(error)),
+    );
+  }
+}
+
+/** Inspects the plugin directories `dirs` of `pluginsDir` against one trust store and one set of pins. */
+async function inspectScope(
+  pluginsDir: string,
+  dirs: readonly string[],
+  trust: TrustStore,
+  pins: PluginLock["plugins"],
+  now: Date,
+  scope: PluginRecord["scope"],
+) {
+  if (dirs.length === 0) return [];
+  // One real path for all: each entry of `dirs` is a directory, not a symlink, so its real path is this plus its name.
+  const realPluginsDir = await platform().fs.realPath(pluginsDir).catch(() => null);
+  // Joining a directory and a plain name gives the same prefix for every name: join once. (path.join normalizes
+  // character by character, which cost milliseconds over 100 plugins at startup.)
+  const first = path.join(pluginsDir, dirs[0]);
+  const prefix = first.slice(0, first.length - dirs[0].length);
+  const realPrefix = realPluginsDir === null ? null : path.join(realPluginsDir, path.sep);
+  return await Promise.all(
+    dirs.map((dir) =>
+      inspectPlugin(prefix + dir, trust, pins, now, realPrefix === null ? undefined : realPrefix + dir, scope)
+    ),
+  );
+}
+
+/**
+ * The project's plugins' trust: the user's store plus the project's allowed_signers, and the project's pins; or, when
+ * the user has not accepted the project's trust files as they are, why not (nothing of them is parsed then).
+ */
+async function projectTrust(
+  sources: PluginSources,
+  user: TrustStore,
+): Promise<{ trust: TrustStore; pins: PluginLock["plugins"] } | { refused: string }> {
+  let acceptedFile: string;
+  try {
+    acceptedFile = sources.acceptedProjectsFile;
+  } catch (error) {
+    // No user state directory (no HOME): no acceptance can be read, so the project's plugins wait, saying why.
+    return { refused: `whether you accepted the project cannot be known: ${messageOf(error)}` };
+  }
+  const project = await readProjectTrust(sources.projectDir);
+  const acceptance = await acceptanceOf(project, acceptedFile);
+  if (acceptance.state !== "accepted") return { refused: notAcceptedReason(acceptance) };
+  const signers = project.texts["allowed_signers"];
+  const lock = project.texts["plugins.lock.json"];
+  return {
+    trust: {
+      signers: [
+        ...user.signers,
+        ...(signers === null
+          ? []
+          : await parseAllowedSigners(signers, path.join(sources.projectDir, "allowed_signers"))),
+      ],
+      // The user's revocations hold for every scope; a project cannot revoke (nor un-revoke) for them.
+      revoked: user.revoked,
+    },
+    pins: lock === null ? {} : parseLock(lock, path.join(sources.projectDir, "plugins.lock.json")).plugins,
+  };
+}
+
+/** Inspects every plugin directory, the user's then the project's, each sorted by id; verified ones come with their bytes. */
 export async function discoverPlugins(
   sources: PluginSources,
 ): Promise<{ records: PluginRecord[]; verified: VerifiedPlugin[] }> {
-  const fs = platform().fs;
-  let entries;
-  try {
-    entries = await fs.readDir(sources.pluginsDir);
-  } catch (error) {
-    if ((error as { code?: string }).code === "ENOENT") return { records: [], verified: [] };
-    throw new WardenError(
-      "invalid_trust_store",
-      problem(`Cannot list the plugins directory ${sources.pluginsDir}`, messageOf(error)),
-    );
-  }
-  const dirs = entries.filter((e) => e.kind === "directory" && !e.name.startsWith(".")).map((e) => e.name).sort();
-  if (dirs.length === 0) return { records: [], verified: [] };
-  const [trust, lock, realPluginsDir] = await Promise.all([
-    readTrustStore(sources),
-    readLock(sources.lockFile),
-    // One real path for all: each entry of `dirs` is a directory, not a symlink, so its real path is this plus its name.
-    fs.realPath(sources.pluginsDir).catch(() => null),
-  ]);
+  const projectPlugins = path.join(sources.projectDir, "plugins");
+  const [userDirs, projectDirs] = await Promise.all([pluginDirs(sources.pluginsDir), pluginDirs(projectPlugins)]);
+  if (userDirs.length === 0 && projectDirs.length === 0) return { records: [], verified: [] };
+  const [trust, lock] = await Promise.all([readTrustStore(sources), readLock(sources.lockFile)]);
   const now = sources.now ?? new Date();
-  // Joining a directory and a plain name gives the same prefix for every name: join once. (path.join normalizes
-  // character by character, which cost milliseconds over 100 plugins at startup.)
-  const first = path.join(sources.pluginsDir, dirs[0]);
-  const prefix = first.slice(0, first.length - dirs[0].length);
-  const realPrefix = realPluginsDir === null ? null : path.join(realPluginsDir, path.sep);
-  const inspected = await Promise.all(
-    dirs.map((dir) =>
-      inspectPlugin(prefix + dir, trust, lock.plugins, now, realPrefix === null ? undefined : realPrefix + dir)
-    ),
-  );
+  const project = projectDirs.length > 0 ? await projectTrust(sources, trust) : null;
+  const inspected = [
+    ...await inspectScope(sources.pluginsDir, userDirs, trust, lock.plugins, now, "user"),
+    ...(project === null
+      ? []
+      : "refused" in project
+      ? (await inspectScope(projectPlugins, projectDirs, trust, {}, now, "project")).map(({ record }) => ({
+        record: {
+          ...record,
+          status: "project-not-accepted" as const,
+          reason: project.refused,
+          fix: fixFor("project-not-accepted", record.id),
+          isolation: "none: not loaded",
+        },
+      }))
+      : await inspectScope(projectPlugins, projectDirs, project.trust, project.pins, now, "project")),
+  ] as { record: PluginRecord; manifest?: Manifest; entryBytes?: Uint8Array }[];
   const taken = new Map<string, string>([...(await sources.reservedNames)].map((name) => [name, "a built-in tool"]));
+  const ids = new Set<string>();
   const records: PluginRecord[] = [];
   const verified: VerifiedPlugin[] = [];
   for (const result of inspected) {
     let record = result.record;
+    if (ids.has(record.id)) {
+      // The user's loads: the project's (inspected second) with the same id is refused, whatever its checks said.
+      record = {
+        ...record,
+        status: "duplicate-id",
+        reason:
+          `plugin ${record.id} is both in the user's plugins directory and in the project's .warden/plugins; the user's is the one loaded`,
+        fix: fixFor("duplicate-id", record.id),
+        isolation: "none: not loaded",
+      };
+    }
+    ids.add(record.id);
     if (record.status === "verified") {
       const clash = record.tools.find((name) => taken.has(name));
       if (clash) {

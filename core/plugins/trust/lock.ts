@@ -49,6 +49,11 @@ export async function readLock(file: string): Promise<PluginLock> {
     if ((error as { code?: string }).code === "ENOENT") return { lockVersion: LOCK_VERSION, plugins: {} };
     throw new WardenError("invalid_trust_store", problem(`Cannot read the plugin lock file ${file}`, messageOf(error)));
   }
+  return parseLock(text, file);
+}
+
+/** Reads the text of a lock file, `file` naming it in errors. */
+export function parseLock(text: string, file: string): PluginLock {
   let value: unknown;
   try {
     value = parseStrictJson(text);
