@@ -34,9 +34,9 @@ const NPM_FLAGS = ["--prefer-offline", "--no-audit", "--no-fund", "--loglevel=er
 function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !/^(npm_|WARDEN_)/i.test(key)) env[key] = value;
+    if (value !== undefined && !/^(npm_|WARDEN_|XDG_)/i.test(key)) env[key] = value;
   }
-  return { ...env, ...extra };
+  return { ...env, ...USER_ENV, ...extra };
 }
 
 /** PATH without a deno in it, as on a machine where none is installed (npm test puts node_modules/.bin first). */
@@ -44,8 +44,8 @@ const PATH_WITHOUT_DENO = (process.env.PATH ?? "").split(path.delimiter)
   .filter((dir) => !existsSync(path.join(dir, "deno"))).join(path.delimiter);
 
 /** Runs `command` to its end; rejects with its output when it fails. */
-function run(command: string, args: readonly string[], cwd: string): Promise<string> {
-  const child = spawn(command, args, { cwd, env: cleanEnv(), stdio: ["ignore", "pipe", "pipe"] });
+function run(command: string, args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
+  const child = spawn(command, args, { cwd, env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
@@ -68,22 +68,18 @@ function listing(dir: string): string[] {
 }
 
 const work = tempDir("warden-package-");
-/** Where warden keeps state in these tests: every state setting points here, never into the package. */
+/** Scratch state of the tests that set a path by its flag. */
 const state = path.join(work.dir, "state");
-const STATE_FLAGS = [
-  "--ledger",
-  path.join(state, "ledger"),
-  "--jobs-dir",
-  path.join(state, "jobs"),
-  "--plugins-dir",
-  path.join(state, "plugins"),
-  "--plugins-lock",
-  path.join(state, "plugins.lock.json"),
-  "--allowed-signers",
-  path.join(state, "allowed_signers"),
-  "--revoked-keys",
-  path.join(state, "revoked_keys"),
-];
+/**
+ * The user's directories of every installed warden here (XDG's, which warden takes before HOME's; HOME stays, for
+ * npm's cache): warden's defaults, its config and state and never the package, land here, never in the real user's.
+ */
+const home = path.join(work.dir, "home");
+const USER_ENV = {
+  XDG_CONFIG_HOME: path.join(home, ".config"),
+  XDG_STATE_HOME: path.join(home, ".local", "state"),
+};
+const userState = path.join(USER_ENV.XDG_STATE_HOME, "warden");
 /** The root the tools read: one file with one TODO. */
 const root = path.join(work.dir, "root");
 const ROOT_FLAGS = ["--root", `default=${root}`];
@@ -176,7 +172,7 @@ async function drive(command: string, args: readonly string[], cwd: string, env:
 
 /** The deno command warden prints for the install at `bin` (`warden command --runtime deno --json`). */
 function denoCommand(bin: string, cwd: string): { command: string; args: string[]; env: Record<string, string> } {
-  const printed = spawnSync(bin, ["command", "--runtime", "deno", "--json", ...ROOT_FLAGS, ...STATE_FLAGS], {
+  const printed = spawnSync(bin, ["command", "--runtime", "deno", "--json", ...ROOT_FLAGS], {
     cwd,
     env: cleanEnv(),
     encoding: "utf8",
@@ -228,7 +224,7 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
   it("installed as a dependency, serves stdio on node and on the deno command it prints", async () => {
     await ready;
     const bin = path.join(project, "node_modules", ".bin", "warden");
-    await drive(bin, [...ROOT_FLAGS, ...STATE_FLAGS], project);
+    await drive(bin, [...ROOT_FLAGS], project);
     const deno = denoCommand(bin, project);
     assert.ok(deno.args.includes(path.join(installed(), "dist", "core", "main.js")), "deno runs the build");
     await drive(deno.command, deno.args, project, deno.env);
@@ -238,20 +234,20 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     await ready;
     const bin = path.join(prefix, "bin", "warden");
     assert.ok(!existsSync(path.join(globalInstalled(), "node_modules", "deno")), "deno is an optional peer");
-    const tools = spawnSync(bin, ["tools", ...STATE_FLAGS], {
+    const tools = spawnSync(bin, ["tools"], {
       cwd: empty,
       env: cleanEnv({ PATH: PATH_WITHOUT_DENO }),
       encoding: "utf8",
     });
     assert.equal(tools.status, 0, tools.stderr);
     assert.match(tools.stdout, /^host_context +read /m);
-    await drive(bin, [...ROOT_FLAGS, ...STATE_FLAGS], empty, { PATH: PATH_WITHOUT_DENO });
+    await drive(bin, [...ROOT_FLAGS], empty, { PATH: PATH_WITHOUT_DENO });
     // deno installed on its own: the one in PATH.
     const denoDir = path.join(work.dir, "deno-bin");
     mkdirSync(denoDir, { recursive: true });
     symlinkSync(realpathSync(path.join(repoRoot, "node_modules", ".bin", "deno")), path.join(denoDir, "deno"));
     const withDeno = `${denoDir}${path.delimiter}${PATH_WITHOUT_DENO}`;
-    const printed = spawnSync(bin, ["command", "--runtime", "deno", "--json", ...ROOT_FLAGS, ...STATE_FLAGS], {
+    const printed = spawnSync(bin, ["command", "--runtime", "deno", "--json", ...ROOT_FLAGS], {
       cwd: empty,
       env: cleanEnv({ PATH: withDeno }),
       encoding: "utf8",
@@ -311,7 +307,7 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     const printed = spawnSync(bin, ["command", "--json"], { cwd: project, env: cleanEnv(), encoding: "utf8" });
     assert.equal(printed.status, 0, printed.stderr);
     assert.deepEqual(JSON.parse(printed.stdout), { command: "npx", args: ["-y", `${pkg.name}@${pkg.version}`] });
-    const stderr = await drive(bin, [...ROOT_FLAGS, ...STATE_FLAGS], project);
+    const stderr = await drive(bin, [...ROOT_FLAGS], project);
     const line = stderr.split("\n").find((l) => l.includes('"event":"ready"'));
     assert.ok(line, stderr);
     const { register } = JSON.parse(line);
@@ -334,8 +330,67 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
       "--",
       "warden",
       ...ROOT_FLAGS,
-      ...STATE_FLAGS,
     ], empty);
+  });
+
+  it("from an empty directory with npx: a plugin authored, built, signed, trusted into .warden/ and called; the ledger in the user's state directory; nothing written in the package", async () => {
+    await ready;
+    const fresh = path.join(work.dir, "fresh");
+    mkdirSync(fresh);
+    writeFileSync(path.join(fresh, "main.ts"), "export const x = 1;\n");
+    const npx = (args: readonly string[], env: Record<string, string> = {}) =>
+      run("npm", ["exec", "--yes", ...NPM_FLAGS, "--package", tarball, "--", "warden", ...args], fresh, env);
+    await npx(["plugin", "new", "hello", "--project"]);
+    // The project has no node_modules: the build takes valibot from warden's own dependencies.
+    assert.ok(!existsSync(path.join(fresh, "node_modules")));
+    await npx(["plugin", "build", ".warden/plugins/hello"]);
+    const key = path.join(work.dir, "fresh-key");
+    const keygen = spawnSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "me", "-f", key], {
+      encoding: "utf8",
+    });
+    assert.equal(keygen.status, 0, keygen.stderr);
+    await npx(["plugin", "sign", ".warden/plugins/hello", "--key", key]);
+    await npx(["plugin", "allow-signer", "me@example.com", "--key", `${key}.pub`, "--project"]);
+    await npx(["plugin", "trust", ".warden/plugins/hello"]);
+    assert.deepEqual(readdirSync(path.join(fresh, ".warden")).sort(), [
+      "allowed_signers",
+      "plugins",
+      "plugins.lock.json",
+    ]);
+    // npx's install of the package, in npm's cache: what a write by warden would change.
+    const cache = spawnSync("npm", ["config", "get", "cache"], { env: cleanEnv(), encoding: "utf8" }).stdout.trim();
+    const installs = readdirSync(path.join(cache, "_npx")).map((name) => path.join(cache, "_npx", name))
+      .filter((dir) => readFileSync(path.join(dir, "package.json"), "utf8").includes(work.dir));
+    assert.equal(installs.length, 1, installs.join(", "));
+    const pkgDir = path.join(installs[0], "node_modules", pkg.name);
+    const before = listing(pkgDir);
+    // Plugins run under deno: the machine has one in PATH.
+    const denoDir = path.join(work.dir, "deno-bin-fresh");
+    mkdirSync(denoDir);
+    symlinkSync(realpathSync(path.join(repoRoot, "node_modules", ".bin", "deno")), path.join(denoDir, "deno"));
+    const session = await connect(
+      "npm",
+      ["exec", "--yes", ...NPM_FLAGS, "--package", tarball, "--", "warden"],
+      fresh,
+      { PATH: `${denoDir}${path.delimiter}${PATH_WITHOUT_DENO}` },
+    );
+    try {
+      const { tools } = await session.client.listTools();
+      assert.ok(tools.some((tool) => tool.name === "hello_count"), JSON.stringify(tools.map((tool) => tool.name)));
+      const counted = await session.client.callTool({ name: "hello_count", arguments: {} });
+      assert.ok(!counted.isError, textOf(counted));
+      assert.deepEqual(counted.structuredContent, { root: "default", files: 1 }, textOf(counted));
+      const listed = await session.client.callTool({ name: "extension_list", arguments: {} });
+      const hello = JSON.parse(textOf(listed)).extensions.find((e: { id: string }) => e.id === "hello");
+      assert.deepEqual([hello.status, hello.scope], ["verified", "project"], JSON.stringify(hello));
+    } finally {
+      await session.close();
+    }
+    assert.ok(
+      readdirSync(path.join(userState, "ledger")).some((name) => name.endsWith(".jsonl")),
+      "the ledger is in the user's state directory",
+    );
+    assert.deepEqual(listing(pkgDir), before, "nothing was written in the package");
   });
 
   it("runs with its install directory read-only, on node and deno, and writes nothing in it", async (t) => {
@@ -352,10 +407,13 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     assert.notEqual(touch.status, 0, "the bind is read-only");
     const before = listing(dir);
     const bin = path.join(project, "node_modules", ".bin", "warden");
-    await drive(bwrap, sandbox(bin, [...ROOT_FLAGS, ...STATE_FLAGS]), project);
+    await drive(bwrap, sandbox(bin, [...ROOT_FLAGS]), project);
     const deno = denoCommand(bin, project);
     await drive(bwrap, sandbox(deno.command, deno.args), project, deno.env);
     assert.deepEqual(listing(dir), before, "nothing was written in the package");
-    assert.ok(existsSync(path.join(state, "ledger")), "the ledger went where its setting says");
+    assert.ok(
+      readdirSync(path.join(userState, "ledger")).some((name) => name.endsWith(".jsonl")),
+      "the ledger went to the user's state directory",
+    );
   });
 });

@@ -160,7 +160,21 @@ async function declarationsOf(bundle: Uint8Array, src: string): Promise<PluginSp
   return plugin;
 }
 
-async function buildCommand(args: string[]): Promise<number> {
+/**
+ * Where warden's own dependencies are: its node_modules (a clone, a global install's nested ones) and, when warden is
+ * itself installed in a node_modules (a project's, npx's), that one, where npm hoisted them.
+ */
+function dependencyDirs(appRoot: string): string[] {
+  const parent = path.dirname(appRoot);
+  const dirs = [path.join(appRoot, "node_modules")];
+  if (path.basename(parent) === "node_modules") dirs.push(parent);
+  else if (path.basename(path.dirname(parent)) === "node_modules" && path.basename(parent).startsWith("@")) {
+    dirs.push(path.dirname(parent));
+  }
+  return dirs;
+}
+
+async function buildCommand(appRoot: string, args: string[]): Promise<number> {
   const dir = pluginDir(args[0]);
   const id = path.basename(dir);
   const src = path.join(dir, "src", "main.ts");
@@ -182,6 +196,9 @@ async function buildCommand(args: string[]): Promise<number> {
     minify: true,
     legalComments: "none",
     logLevel: "silent",
+    // A plugin's project needs no node_modules of its own (npx runs warden from npm's cache): the skeleton's valibot
+    // and the SDK's resolve from warden's own dependencies when the project has none.
+    nodePaths: dependencyDirs(appRoot),
   }).catch((error: unknown) => {
     throw new WardenError(
       "invalid_manifest",
@@ -529,7 +546,7 @@ export async function pluginCommand(
     case "new":
       return await newCommand(config, appRoot, args);
     case "build":
-      return await buildCommand(args);
+      return await buildCommand(appRoot, args);
     case "sign":
       return await signCommand(args);
     case "allow-signer":
