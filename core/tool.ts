@@ -42,7 +42,8 @@ export type PluginStatus =
   | "pin-mismatch"
   | "name-conflict"
   | "duplicate-id"
-  | "project-not-accepted";
+  | "project-not-accepted"
+  | "deno-missing";
 
 /** What the audit shows for one plugin directory. No host paths. */
 export interface PluginRecord {

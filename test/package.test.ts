@@ -259,7 +259,7 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     await drive(deno.command, deno.args, empty, { ...deno.env, PATH: withDeno });
   });
 
-  it("without deno, a verified plugin is served, says deno is missing and the fix, and its call fails with them", async () => {
+  it("without deno, a plugin that passed every check is refused as deno-missing, saying how to install one", async () => {
     await ready;
     const bin = path.join(prefix, "bin", "warden");
     const plugins = path.join(globalInstalled(), "plugins");
@@ -288,14 +288,23 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
     try {
       const listed = await session.client.callTool({ name: "extension_list", arguments: {} });
       const licenses = JSON.parse(textOf(listed)).extensions.find((e: { id: string }) => e.id === "licenses");
-      assert.equal(licenses.status, "verified");
-      assert.equal(licenses.isolation, "none: cannot run without deno");
-      assert.equal(licenses.reason, "deno is not installed here, so its tools fail when called");
-      assert.match(licenses.fix, /^run "npm install deno" where warden is installed, or install deno /);
-      const call = await session.client.callTool({ name: "licenses_list", arguments: {} });
-      assert.ok(call.isError, textOf(call));
-      assert.match(textOf(call), /Deno not found: plugins run under deno, .*; run "npm install deno" where warden/);
-      assert.match(session.stderr(), /"event":"plugin_deno_missing","plugins":\["licenses"\]/);
+      assert.equal(licenses.status, "deno-missing");
+      assert.equal(
+        licenses.reason,
+        "it passed every check, but no deno is here to run it (neither warden's optional deno package nor a deno in PATH)",
+      );
+      assert.equal(
+        licenses.fix,
+        'run "npm install deno" where warden is installed, or install deno (https://docs.deno.com/runtime/) in PATH',
+      );
+      // Refused, so not served: its tools are not listed, and a call names the tool as unknown.
+      const { tools } = await session.client.listTools();
+      assert.ok(!tools.some((tool) => tool.name === "licenses_list"));
+      await assert.rejects(
+        session.client.callTool({ name: "licenses_list", arguments: {} }),
+        /Tool "licenses_list" is not served: its plugin "licenses" is refused \(deno-missing: .*\); run "npm install deno" where warden is installed/,
+      );
+      assert.match(session.stderr(), /"event":"plugin_refused","plugin":"licenses","status":"deno-missing"/);
     } finally {
       await session.close();
     }

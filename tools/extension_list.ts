@@ -34,7 +34,7 @@ export const tool = defineTool({
   name: "extension_list",
   title: "Installed extensions",
   description:
-    "Lists every plugin directory, the user's and the project's (.warden/plugins/), with its id, scope (user or project), version, manifest and entry digests, signer principal and key fingerprint, status (verified, unsigned, bad-signature, unknown-signer, revoked, key-expired, wrong-namespace, entry-digest-mismatch, not-canonical, invalid-manifest, not-pinned, pin-mismatch, name-conflict, duplicate-id: the same id in both scopes, project-not-accepted: the project's trust files were not accepted as they are) and why, whether it is pinned, risk class, declared capabilities, tools and the isolation it runs under. The user's first, then the project's, each sorted by id; totals by status lead, and plugins beyond a page (about 16 KB) continue through `nextCursor`.",
+    "Lists every plugin directory, the user's and the project's (.warden/plugins/), with its id, scope (user or project), version, manifest and entry digests, signer principal and key fingerprint, status (verified, unsigned, bad-signature, unknown-signer, revoked, key-expired, wrong-namespace, entry-digest-mismatch, not-canonical, invalid-manifest, not-pinned, pin-mismatch, name-conflict, duplicate-id: the same id in both scopes, project-not-accepted: the project's trust files were not accepted as they are, deno-missing: trusted, but no deno here to run it) and why, whether it is pinned, risk class, declared capabilities, tools and the isolation it runs under. The user's first, then the project's, each sorted by id; totals by status lead, and plugins beyond a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
     status: v.optional(

@@ -100,7 +100,24 @@ export async function loadPlugins(
   /** How each refusal is said: by default a `plugin_refused` log line (the server's stderr is a log). */
   reportRefused: (refused: readonly PluginRecord[]) => void = logRefused,
 ): Promise<LoadedPlugins> {
-  const { records: found, verified } = await discoverPlugins(pluginSources(config, reservedNames));
+  const discovered = await discoverPlugins(pluginSources(config, reservedNames));
+  // A plugin that passed every check but has no deno to run it here (under node, warden installed without its
+  // optional deno) is refused with a status of its own, saying how to install one: its tools would only fail.
+  const missing = discovered.verified.length > 0 ? denoMissing() : null;
+  const found = missing === null
+    ? discovered.records
+    : discovered.records.map((record): PluginRecord =>
+      record.status === "verified"
+        ? {
+          ...record,
+          status: "deno-missing",
+          reason:
+            "it passed every check, but no deno is here to run it (neither warden's optional deno package nor a deno in PATH)",
+          fix: DENO_MISSING_FIX,
+        }
+        : record
+    );
+  const verified = missing === null ? discovered.verified : [];
   const refused = found.filter((record) => record.status !== "verified");
   if (refused.length > 0) reportRefused(refused);
   if (config.strictPlugins && refused.length > 0) {
@@ -116,26 +133,6 @@ export async function loadPlugins(
   // The sandbox runtime (with the child's source) loads only for a verified plugin: refused ones, like the shipped
   // example until its signer is allowed, cost startup their checks and no more.
   if (verified.length === 0) return { records: found, entries: [], stop: () => Promise.resolve() };
-  // Verified, with no deno to run it (under node, warden installed without its optional deno): served, and said
-  // where an operator looks (extension_list, the log); each call fails with the same fix.
-  const missing = denoMissing();
-  const records = missing === null ? found : found.map((record) =>
-    record.status === "verified"
-      ? {
-        ...record,
-        reason: "deno is not installed here, so its tools fail when called",
-        fix: DENO_MISSING_FIX,
-        isolation: "none: cannot run without deno",
-      }
-      : record
-  );
-  if (missing !== null) {
-    log("warn", "plugin_deno_missing", {
-      plugins: verified.map((p) => p.manifest.id),
-      reason: missing,
-      fix: DENO_MISSING_FIX,
-    });
-  }
   const { PluginRuntime } = await import("./runtime.ts");
   const os = osLimits();
   if ((!os.prlimit || !os.procStat)) {
@@ -161,7 +158,7 @@ export async function loadPlugins(
     })
   );
   return {
-    records,
+    records: found,
     entries,
     stop: async () => {
       await Promise.all([...runtimes.values()].map((runtime) => runtime.stop()));

@@ -11,6 +11,7 @@ import { sha256Digest } from "../../sha256.ts";
 import path from "node:path";
 import { messageOf, problem, WardenError } from "../../errors.ts";
 import { platform } from "../../platform/mod.ts";
+import { DENO_MISSING_FIX } from "../../platform/types.ts";
 import type { PluginRecord, PluginStatus } from "../../tool.ts";
 import { type AllowedSigner, checkSigner, parseAllowedSigners, parseRevokedKeys } from "./allowed_signers.ts";
 import { parseLock, type PluginLock, readLock } from "./lock.ts";
@@ -140,6 +141,7 @@ const FIXES: Partial<Record<PluginStatus, (c: FixContext) => string>> = {
   "name-conflict": () => "rename the plugin or the tool; two tools cannot share a name",
   "duplicate-id": () => "remove one of the two, or rename one (its id and its directory)",
   "project-not-accepted": () => NOT_ACCEPTED_FIX,
+  "deno-missing": () => DENO_MISSING_FIX,
 };
 
 /**
