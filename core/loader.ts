@@ -151,6 +151,26 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
  * does not start with `_` (private helpers) or end in `.test` and the extension
  * (a unit test beside a tool); throws one error listing every problem.
  */
+/**
+ * The build's one module of the built-in tools (scripts/build.mjs), in a directory that has it: each tool's module by
+ * its file's name. node loads it as one file where a module per tool, with their shared chunks, was 47.
+ */
+export const BUILTIN_BUNDLE = "_builtin.js";
+
+async function importBundle(dir: URL): Promise<[string, Record<string, unknown>][] | null> {
+  const url = new URL(BUILTIN_BUNDLE, dir);
+  if (!(await platform().fs.stat(platform().fromFileUrl(url)).then((info) => info.isFile, () => false))) return null;
+  try {
+    const { BUILTIN_TOOLS } = await import(url.href) as { BUILTIN_TOOLS: [string, Record<string, unknown>][] };
+    return BUILTIN_TOOLS;
+  } catch (error) {
+    throw new WardenError(
+      "tool_load_failed",
+      problem(`Cannot load ${BUILTIN_BUNDLE}`, messageOf(error).split("\n")[0], "rebuild with npm run build"),
+    );
+  }
+}
+
 export async function loadTools(dir: URL, extensions: readonly string[]): Promise<LoadedTool[]> {
   let files: string[];
   try {
@@ -170,7 +190,9 @@ export async function loadTools(dir: URL, extensions: readonly string[]): Promis
   const problems: string[] = [];
   const loaded: LoadedTool[] = [];
   const byName = new Map<string, string>();
-  const modules = await Promise.all(files.map(async (file) => {
+  const bundled = await importBundle(dir);
+  if (bundled) files = bundled.map(([file]) => file);
+  const modules = bundled ? bundled.map(([, module]) => module) : await Promise.all(files.map(async (file) => {
     try {
       return (await import(new URL(file, dir).href)) as Record<string, unknown>;
     } catch (error) {

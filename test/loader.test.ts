@@ -69,3 +69,37 @@ describe(`loader (${runtimeName})`, () => {
     assert.match(line.error, /^Cannot load the built-in tools:\n {2}bad_name\.js: /);
   });
 });
+
+describe(`loader, the build's one module of tools (${runtimeName})`, () => {
+  const dir = path.join(repoRoot, ".test-tmp", `loader-bundle-${runtimeName}-${Date.now()}`);
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("loads the tools a _builtin.js names, checks each by its file's name as a file of its own, and lists no other file", async () => {
+    const bundled = path.join(dir, "bundled");
+    mkdirSync(bundled, { recursive: true });
+    writeFileSync(
+      path.join(bundled, "_builtin.js"),
+      `import * as v from "valibot";\n${BRAND}\n` +
+        `const tool = (name) => ({ tool: { [BRAND]: true, name, title: "T", description: "D.", risk: "read", ` +
+        `input: v.strictObject({}), handler: () => "ok" } });\n` +
+        `export const BUILTIN_TOOLS = [["alpha.js", tool("alpha")], ["beta.js", tool("gamma")]];\n`,
+    );
+    // A file beside the bundle is not a tool of it: the bundle is the whole list.
+    writeFileSync(path.join(bundled, "stray.js"), tool("stray"));
+    const { code, stderr } = await runWarden(["tools"], { env: { WARDEN_TOOLS_DIR: bundled } });
+    assert.equal(code, 2);
+    assert.deepEqual(stderr.trimEnd().split("\n").map((line) => line.trim()), [
+      "warden: Cannot load the built-in tools:",
+      'beta.js: tool name "gamma" differs from the file name; rename the file to gamma.ts or the tool to "beta"',
+    ]);
+  });
+
+  it("stops with the bundle's name and the fix when _builtin.js does not load", async () => {
+    const broken = path.join(dir, "broken");
+    mkdirSync(broken, { recursive: true });
+    writeFileSync(path.join(broken, "_builtin.js"), "throw new Error('half a build');\n");
+    const { code, stderr } = await runWarden(["tools"], { env: { WARDEN_TOOLS_DIR: broken } });
+    assert.equal(code, 2);
+    assert.match(stderr, /^warden: Cannot load _builtin\.js: half a build; rebuild with npm run build\n$/);
+  });
+});

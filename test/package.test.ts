@@ -198,7 +198,7 @@ describe(`the package, packed and installed (${runtimeName})`, () => {
         "deno.json",
         "dist/core/main.js",
         "dist/vendor/mcp-sdk.js",
-        "dist/tools/host_context.js",
+        "dist/tools/_builtin.js",
         "core/main.ts",
         "tools/host_context.ts",
         "schema/catalog.json",
