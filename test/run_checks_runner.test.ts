@@ -42,6 +42,25 @@ const finding = (severity: Finding["severity"], file: string, line: number): Fin
   message: `a ${severity} finding`,
 });
 
+/** A gate context of run_checks over one root, `id` at `dir`, that may run git: what a run's scope reads through. */
+async function gitGate(id: string, dir: string): Promise<GateContext> {
+  const fs = await openRoots([{ id, path: dir }]);
+  const spawner = new Spawner();
+  await spawner.resolve(["git"]);
+  return createContext("gate", {
+    signal: () => new AbortController().signal,
+    fs,
+    host: {
+      programs: { git: true },
+      gateIsolation: () => spawner.isolation(),
+      allowUnisolated: [],
+    } as unknown as HostFacts, // The runner reads only these three.
+    tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
+    deadline: Date.now() + 120_000,
+    spawner,
+  });
+}
+
 describe(`runChecks with built-in checks (${runtimeName})`, () => {
   const work = tempDir("warden-runner-");
   let fs: RootFs;
@@ -178,21 +197,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       writeFileSync(path.join(repo, "renamed.ts"), "one\ntwo\nthree\nfour\nfive\nsix\nseven\n");
       sh(repo, "git", "mv", "same.ts", "same-renamed.ts");
       sh(repo, "git", "add", "-A");
-      const beforeFs = await openRoots([{ id: "before", path: repo }]);
-      const spawner = new Spawner();
-      await spawner.resolve(["git"]);
-      const gate = createContext("gate", {
-        signal: () => new AbortController().signal,
-        fs: beforeFs,
-        host: {
-          programs: { git: true },
-          gateIsolation: () => spawner.isolation(),
-          allowUnisolated: [],
-        } as unknown as HostFacts,
-        tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
-        deadline: Date.now() + 120_000,
-        spawner,
-      });
+      const gate = await gitGate("before", repo);
       const { before, scope } = await changeScope(gate, { root: "before", mode: "staged" });
       // git ends a name with a space in it with a tab in the patch's header lines.
       assert.deepEqual(scope.files.find((file) => file.path === "-- dashes.ts")?.addedLines, [
@@ -228,21 +233,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       writeFileSync(path.join(fresh, "first.ts"), "export const first = 1;\n");
       sh(fresh, "git", "init", "-q", "-b", "main");
       sh(fresh, "git", "add", "first.ts");
-      const unbornFs = await openRoots([{ id: "unborn", path: fresh }]);
-      const spawner = new Spawner();
-      await spawner.resolve(["git"]);
-      const unborn = createContext("gate", {
-        signal: () => new AbortController().signal,
-        fs: unbornFs,
-        host: {
-          programs: { git: true },
-          gateIsolation: () => spawner.isolation(),
-          allowUnisolated: [],
-        } as unknown as HostFacts,
-        tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
-        deadline: Date.now() + 120_000,
-        spawner,
-      });
+      const unborn = await gitGate("unborn", fresh);
       const probe = recording(() => []);
       const answer = await runChecks({ root: "unborn", group: "hygiene" }, unborn, undefined, { hygiene: [probe] });
       assert.equal(answer.gate, "PASS", answer.summary);
