@@ -7,7 +7,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -311,4 +312,41 @@ export function sh(cwd: string, ...argv: string[]): string {
   });
   if (run.status !== 0) throw new Error(`${argv.join(" ")} failed: ${run.stderr}`);
   return run.stdout;
+}
+
+/** Runs the real ssh-keygen to its end; throws with its stderr when it fails. Its stdout. */
+export function sshKeygen(...args: string[]): string {
+  const result = spawnSync("ssh-keygen", args, { encoding: "utf8" });
+  if (result.error) throw new Error(`ssh-keygen did not run (apt-get install openssh-client): ${result.error.message}`);
+  if (result.status !== 0) throw new Error(`ssh-keygen ${args.join(" ")} failed: ${result.stderr}`);
+  return result.stdout;
+}
+
+/**
+ * A plugin `id` of one tool, `echo`, in `dir`: its entry and canonical manifest written, the manifest signed with `key`
+ * in warden's plugin namespace by ssh-keygen itself. Its manifest's digest, as a lock pins it.
+ */
+export function writeSignedEchoPlugin(dir: string, id: string, key: string): string {
+  mkdirSync(dir, { recursive: true });
+  const entry = `export const tools = { echo: async (args) => ({ text: args.text }) };\n`;
+  writeFileSync(path.join(dir, "plugin.js"), entry);
+  const manifest = JSON.stringify({
+    author: "tests",
+    capabilities: { readRoots: ["*"] },
+    description: `Test plugin ${id}.`,
+    entry: { path: "plugin.js", sha256: createHash("sha256").update(entry).digest("hex") },
+    id,
+    risk: "read",
+    schemaVersion: 1,
+    tools: [{
+      description: "Echoes.",
+      inputSchema: { additionalProperties: false, properties: { text: { type: "string" } }, type: "object" },
+      name: "echo",
+      title: "Echo",
+    }],
+    version: "1.0.0",
+  });
+  writeFileSync(path.join(dir, "manifest.json"), manifest);
+  sshKeygen("-Y", "sign", "-q", "-n", "warden-plugin-v1", "-f", key, path.join(dir, "manifest.json"));
+  return `sha256:${createHash("sha256").update(manifest).digest("hex")}`;
 }

@@ -3,21 +3,12 @@
 // malformed form is refused with a message that names the file, the problem
 // and the fix; and a lock file that cannot be read says so.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runtimeName, runWarden, tempDir } from "./helpers.ts";
+import { runtimeName, runWarden, sshKeygen, tempDir, writeSignedEchoPlugin } from "./helpers.ts";
 
 const NAMESPACE = "warden-plugin-v1";
-
-function sshKeygen(...args: string[]): string {
-  const result = spawnSync("ssh-keygen", args, { encoding: "utf8" });
-  if (result.error) throw new Error(`ssh-keygen did not run (apt-get install openssh-client): ${result.error.message}`);
-  assert.equal(result.status, 0, result.stderr);
-  return result.stdout;
-}
 
 type Listed = { id: string; status: string; reason: string | null; manifestDigest: string | null };
 
@@ -38,28 +29,7 @@ describe(`the lock file (${runtimeName})`, () => {
       `ada@warden.invalid namespaces="${NAMESPACE}" ${type} ${blob}\n`,
     );
     plugin = path.join(work.dir, "plugins", "solo");
-    mkdirSync(plugin, { recursive: true });
-    const entry = `export const tools = { echo: async (args) => ({ text: args.text }) };\n`;
-    writeFileSync(path.join(plugin, "plugin.js"), entry);
-    const manifest = JSON.stringify({
-      author: "tests",
-      capabilities: { readRoots: ["*"] },
-      description: "Test plugin solo.",
-      entry: { path: "plugin.js", sha256: createHash("sha256").update(entry).digest("hex") },
-      id: "solo",
-      risk: "read",
-      schemaVersion: 1,
-      tools: [{
-        description: "Echoes.",
-        inputSchema: { additionalProperties: false, properties: { text: { type: "string" } }, type: "object" },
-        name: "echo",
-        title: "Echo",
-      }],
-      version: "1.0.0",
-    });
-    writeFileSync(path.join(plugin, "manifest.json"), manifest);
-    sshKeygen("-Y", "sign", "-q", "-n", NAMESPACE, "-f", key, path.join(plugin, "manifest.json"));
-    digest = `sha256:${createHash("sha256").update(manifest).digest("hex")}`;
+    digest = writeSignedEchoPlugin(plugin, "solo", key);
     env = {
       WARDEN_PLUGINS_DIR: path.join(work.dir, "plugins"),
       WARDEN_PLUGINS_LOCK: path.join(work.dir, "plugins.lock.json"),

@@ -5,21 +5,13 @@
 // signatures come from ssh-keygen itself, not from warden's own code. The
 // ledger records a call to a pinned plugin with that identity.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { connect, runtimeName, runWarden, tempDir } from "./helpers.ts";
+import { connect, runtimeName, runWarden, sshKeygen, tempDir } from "./helpers.ts";
 
 const NAMESPACE = "warden-plugin-v1";
-
-function sshKeygen(...args: string[]): string {
-  const result = spawnSync("ssh-keygen", args, { encoding: "utf8" });
-  if (result.error) throw new Error(`ssh-keygen did not run (apt-get install openssh-client): ${result.error.message}`);
-  assert.equal(result.status, 0, result.stderr);
-  return result.stdout;
-}
 
 /** Flips the last character of a hex or base64 string to another of its alphabet. */
 function lastCharChanged(text: string): string {

@@ -5,21 +5,12 @@
 // the user's, and the commands that write into the project accept their own
 // change but never one the user has not seen.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runtimeName, runWarden, tempDir } from "./helpers.ts";
+import { runtimeName, runWarden, sshKeygen, tempDir, writeSignedEchoPlugin } from "./helpers.ts";
 
 const NAMESPACE = "warden-plugin-v1";
-
-function sshKeygen(...args: string[]): string {
-  const result = spawnSync("ssh-keygen", args, { encoding: "utf8" });
-  if (result.error) throw new Error(`ssh-keygen did not run (apt-get install openssh-client): ${result.error.message}`);
-  assert.equal(result.status, 0, result.stderr);
-  return result.stdout;
-}
 
 type Listed = { id: string; scope: string; status: string; reason: string | null; fix: string | null };
 
@@ -39,29 +30,8 @@ describe(`a project's plugins and their acceptance (${runtimeName})`, () => {
     const [type, blob] = readFileSync(`${key}.pub`, "utf8").trim().split(" ");
     signersLine = `team@warden.invalid namespaces="${NAMESPACE}" ${type} ${blob}\n`;
     const plugin = path.join(project, ".warden", "plugins", "solo");
-    mkdirSync(plugin, { recursive: true });
-    const entry = `export const tools = { echo: async (args) => ({ text: args.text }) };\n`;
-    writeFileSync(path.join(plugin, "plugin.js"), entry);
-    const manifest = JSON.stringify({
-      author: "tests",
-      capabilities: { readRoots: ["*"] },
-      description: "Test plugin solo.",
-      entry: { path: "plugin.js", sha256: createHash("sha256").update(entry).digest("hex") },
-      id: "solo",
-      risk: "read",
-      schemaVersion: 1,
-      tools: [{
-        description: "Echoes.",
-        inputSchema: { additionalProperties: false, properties: { text: { type: "string" } }, type: "object" },
-        name: "echo",
-        title: "Echo",
-      }],
-      version: "1.0.0",
-    });
-    writeFileSync(path.join(plugin, "manifest.json"), manifest);
-    sshKeygen("-Y", "sign", "-q", "-n", NAMESPACE, "-f", key, path.join(plugin, "manifest.json"));
     pin = {
-      manifestDigest: `sha256:${createHash("sha256").update(manifest).digest("hex")}`,
+      manifestDigest: writeSignedEchoPlugin(plugin, "solo", key),
       version: "1.0.0",
       principal: "team@warden.invalid",
       fingerprint,
