@@ -323,7 +323,8 @@ export function sshKeygen(...args: string[]): string {
 }
 
 /**
- * A plugin `id` of one tool, `echo`, in `dir`: its entry and canonical manifest written, the manifest signed with `key`
+ * A plugin `id` of one tool, `echo`, in `dir`: its entry and canonical (RFC 8785: keys sorted, no spaces) manifest
+ * written, the manifest signed with `key`
  * in warden's plugin namespace by ssh-keygen itself. Its manifest's digest, as a lock pins it.
  */
 export function writeSignedEchoPlugin(dir: string, id: string, key: string): string {
@@ -340,7 +341,12 @@ export function writeSignedEchoPlugin(dir: string, id: string, key: string): str
     schemaVersion: 1,
     tools: [{
       description: "Echoes.",
-      inputSchema: { additionalProperties: false, properties: { text: { type: "string" } }, type: "object" },
+      inputSchema: {
+        additionalProperties: false,
+        properties: { text: { type: "string" } },
+        required: ["text"],
+        type: "object",
+      },
       name: "echo",
       title: "Echo",
     }],

@@ -5,11 +5,10 @@
 // signatures come from ssh-keygen itself, not from warden's own code. The
 // ledger records a call to a pinned plugin with that identity.
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { connect, runtimeName, runWarden, sshKeygen, tempDir } from "./helpers.ts";
+import { connect, runtimeName, runWarden, sshKeygen, tempDir, writeSignedEchoPlugin } from "./helpers.ts";
 
 const NAMESPACE = "warden-plugin-v1";
 
@@ -46,35 +45,7 @@ describe(`plugin pins compare the whole digest and the signer (${runtimeName})`,
 
     // The same manifest bytes for every id but its own, signed by `key` with ssh-keygen -Y sign.
     const write = (id: string, key: string) => {
-      const dir = path.join(plugins, id);
-      mkdirSync(dir, { recursive: true });
-      const entry = `export const tools = { echo: async (args) => ({ text: args.text }) };\n`;
-      writeFileSync(path.join(dir, "plugin.js"), entry);
-      // Canonical JSON (RFC 8785): keys sorted, no spaces.
-      const manifest = JSON.stringify({
-        author: "tests",
-        capabilities: { readRoots: ["*"] },
-        description: `Test plugin ${id}.`,
-        entry: { path: "plugin.js", sha256: createHash("sha256").update(entry).digest("hex") },
-        id,
-        risk: "read",
-        schemaVersion: 1,
-        tools: [{
-          description: "Echoes.",
-          inputSchema: {
-            additionalProperties: false,
-            properties: { text: { type: "string" } },
-            required: ["text"],
-            type: "object",
-          },
-          name: "echo",
-          title: "Echo",
-        }],
-        version: "1.0.0",
-      });
-      writeFileSync(path.join(dir, "manifest.json"), manifest);
-      sshKeygen("-Y", "sign", "-q", "-n", NAMESPACE, "-f", path.join(work.dir, key), path.join(dir, "manifest.json"));
-      digests[id] = `sha256:${createHash("sha256").update(manifest).digest("hex")}`;
+      digests[id] = writeSignedEchoPlugin(path.join(plugins, id), id, path.join(work.dir, key));
     };
     const pin = (digest: string, fingerprint: string) => ({
       manifestDigest: digest,
