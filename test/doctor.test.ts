@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { connect, repoRoot, runtimeName, runWarden, tempDir, TEST_XDG } from "./helpers.ts";
+import { connect, defaultPathsUnder, repoRoot, runtimeName, runWarden, tempDir, TEST_XDG } from "./helpers.ts";
 
 type Check = {
   name: string;
@@ -28,11 +28,7 @@ describe(`warden doctor (${runtimeName})`, () => {
     mkdirSync(project);
     env = {
       HOME: path.join(work.dir, "home"),
-      XDG_CONFIG_HOME: path.join(work.dir, "config"),
-      XDG_STATE_HOME: path.join(work.dir, "state"),
-      WARDEN_PLUGINS_DIR: "",
-      WARDEN_LEDGER: "",
-      WARDEN_JOBS_DIR: "",
+      ...defaultPathsUnder(path.join(work.dir, "config"), path.join(work.dir, "state")),
     };
   });
   after(() => work?.remove());
@@ -144,13 +140,7 @@ describe(`a server on the default paths (${runtimeName})`, () => {
     const before = readdirSync(repoRoot).sort();
     const session = await connect({
       cwd: work.dir,
-      env: {
-        XDG_CONFIG_HOME: path.join(work.dir, "config"),
-        XDG_STATE_HOME: state,
-        WARDEN_PLUGINS_DIR: "",
-        WARDEN_LEDGER: "",
-        WARDEN_JOBS_DIR: "",
-      },
+      env: defaultPathsUnder(path.join(work.dir, "config"), state),
     });
     try {
       const result = await session.client.callTool({ name: "host_context", arguments: {} });

@@ -77,6 +77,20 @@ export function childEnv(extra: Record<string, string> = {}): Record<string, str
   };
 }
 
+/**
+ * For childEnv's `extra`: the user's directories `config` and `state` (XDG_CONFIG_HOME, XDG_STATE_HOME; "" is unset)
+ * and the path settings childEnv fixes unset again, so that every path takes its default under them.
+ */
+export function defaultPathsUnder(config: string, state: string): Record<string, string> {
+  return {
+    XDG_CONFIG_HOME: config,
+    XDG_STATE_HOME: state,
+    WARDEN_PLUGINS_DIR: "",
+    WARDEN_LEDGER: "",
+    WARDEN_JOBS_DIR: "",
+  };
+}
+
 /** A connected SDK Client and what the server wrote to stderr. */
 export interface Session {
   readonly client: Client;

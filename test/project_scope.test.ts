@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { runtimeName, runWarden, sshKeygen, tempDir, writeSignedEchoPlugin } from "./helpers.ts";
+import { defaultPathsUnder, runtimeName, runWarden, sshKeygen, tempDir, writeSignedEchoPlugin } from "./helpers.ts";
 
 const NAMESPACE = "warden-plugin-v1";
 
@@ -38,13 +38,7 @@ describe(`a project's plugins and their acceptance (${runtimeName})`, () => {
       pinnedAt: "2026-12-01T00:00:00.000Z",
     };
     // The user's directories are the test's; no path setting, so every default is used ("" is unset).
-    env = {
-      XDG_CONFIG_HOME: path.join(work.dir, "config"),
-      XDG_STATE_HOME: path.join(work.dir, "state"),
-      WARDEN_PLUGINS_DIR: "",
-      WARDEN_LEDGER: "",
-      WARDEN_JOBS_DIR: "",
-    };
+    env = defaultPathsUnder(path.join(work.dir, "config"), path.join(work.dir, "state"));
   });
   after(() => work?.remove());
 

@@ -11,6 +11,7 @@ import process from "node:process";
 import {
   childEnv,
   connect,
+  defaultPathsUnder,
   fixtureToolsDir,
   onDeno,
   repoRoot,
@@ -153,14 +154,7 @@ describe(`README (${runtimeName})`, () => {
       // The defaults: the user's directories under HOME (no XDG variable, no path setting: "" is unset), the temp
       // directory in /tmp. Nothing is created there by printing a command.
       const home = "/home/warden-readme-example";
-      const env = {
-        HOME: home,
-        XDG_CONFIG_HOME: "",
-        XDG_STATE_HOME: "",
-        WARDEN_PLUGINS_DIR: "",
-        WARDEN_LEDGER: "",
-        WARDEN_JOBS_DIR: "",
-      };
+      const env = { HOME: home, ...defaultPathsUnder("", "") };
       const printed = await runWarden(["command", "--runtime", "deno"], {
         cwd: work.dir,
         env: { ...env, TMPDIR: temp.dir },

@@ -7,7 +7,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createContext } from "../core/context.ts";
-import { openRoots, type RootFs } from "../core/doors/roots.ts";
+import { openRoots } from "../core/doors/roots.ts";
 import { Spawner } from "../core/doors/spawn.ts";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
@@ -42,11 +42,11 @@ const finding = (severity: Finding["severity"], file: string, line: number): Fin
   message: `a ${severity} finding`,
 });
 
-/** A gate context of run_checks over one root, `id` at `dir`, that may run git: what a run's scope reads through. */
-async function gitGate(id: string, dir: string): Promise<GateContext> {
+/** A gate context of run_checks over one root, `id` at `dir`, that may run `programs`: what a run reads through. */
+async function gitGate(id: string, dir: string, programs: string[] = ["git"]): Promise<GateContext> {
   const fs = await openRoots([{ id, path: dir }]);
   const spawner = new Spawner();
-  await spawner.resolve(["git"]);
+  await spawner.resolve(programs);
   return createContext("gate", {
     signal: () => new AbortController().signal,
     fs,
@@ -55,7 +55,7 @@ async function gitGate(id: string, dir: string): Promise<GateContext> {
       gateIsolation: () => spawner.isolation(),
       allowUnisolated: [],
     } as unknown as HostFacts, // The runner reads only these three.
-    tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git"], writeRoots: [], netHosts: [] } },
+    tool: { name: "run_checks", risk: "gate", capabilities: { spawn: programs, writeRoots: [], netHosts: [] } },
     deadline: Date.now() + 120_000,
     spawner,
   });
@@ -63,7 +63,6 @@ async function gitGate(id: string, dir: string): Promise<GateContext> {
 
 describe(`runChecks with built-in checks (${runtimeName})`, () => {
   const work = tempDir("warden-runner-");
-  let fs: RootFs;
   let ctx: GateContext;
 
   before(async () => {
@@ -93,22 +92,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
     // Not staged: only scope "working" sees it.
     writeFileSync(path.join(repo, "untracked.ts"), "loose\n");
 
-    fs = await openRoots([{ id: "repo", path: repo }]);
-    const spawner = new Spawner();
-    await spawner.resolve(["git", "sh"]);
-    const host = {
-      programs: { git: true },
-      gateIsolation: () => spawner.isolation(),
-      allowUnisolated: [],
-    } as unknown as HostFacts; // The runner reads only these three.
-    ctx = createContext("gate", {
-      signal: () => new AbortController().signal,
-      fs,
-      host,
-      tool: { name: "run_checks", risk: "gate", capabilities: { spawn: ["git", "sh"], writeRoots: [], netHosts: [] } },
-      deadline: Date.now() + 120_000,
-      spawner,
-    });
+    ctx = await gitGate("repo", repo, ["git", "sh"]);
   });
   after(() => work.remove());
 
