@@ -1,13 +1,19 @@
-// Builds what node runs: dist/core/main.js (the server and CLI) and the
-// built-in tools in one module, dist/tools/_builtin.js, bundled and tree-shaken
-// with shared chunks, so that node starts fast: node 20 pays for each ES module
-// it loads (48 files of the same code started ~45 ms slower than one), and a
-// module per tool made nine tools and 38 shared chunks. With --tests it also builds test/*.test.ts into dist/test/
-// and the unit tests beside the modules (core/**/*.test.ts, tools/**/*.test.ts)
-// into dist/unit/, at the same paths.
+// Builds what node runs, in as few files as node loads at start-up (node 20 pays for each ES module it loads, about a
+// millisecond, and V8 compiles every byte of a module it loads, about 70 ms per megabyte on this machine):
+// - dist/core/main.js: the server and CLI, one file with no chunks;
+// - dist/tools/_builtin.js: the built-in tools in one module, and dist/chunks/: the analysis code (tools/lib) each tool
+//   imports when it is called. The tools take every core module they import (core/errors.ts, core/tool.ts…) from
+//   main.js, which re-exports it under a name of its own (see coreFromMain): one copy of each module, so
+//   `instanceof WardenError` and the platform's state hold across the two builds;
+// - dist/vendor/globby.js: globby and its dependencies, which core loads only for a glob.
+// The split build this replaced (esbuild's code splitting over core and tools together) loaded 37 files, 355 KB; one
+// file of everything, 742 KB. This one loads 2 files, about 460 KB: see scripts/bench/startup.mjs.
+// With --tests it also builds test/*.test.ts into dist/test/ and the unit tests beside the modules
+// (core/**/*.test.ts, tools/**/*.test.ts) into dist/unit/, at the same paths.
 // Plain JavaScript on purpose: node 20 runs it without a TypeScript loader.
 import { build } from "esbuild";
 import {
+  chmodSync,
   copyFileSync,
   existsSync,
   linkSync,
@@ -19,7 +25,7 @@ import {
   statSync,
   symlinkSync,
 } from "node:fs";
-import { createRequire } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import path from "node:path";
 import { writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -139,30 +145,141 @@ function linkDenoBinary() {
   return `deno: node_modules/.bin/deno -> ${path.relative(path.dirname(bin), linked)}`;
 }
 
-const started = performance.now();
-const denoLink = linkDenoBinary();
-await build({
+/** The name main.js re-exports `name` of the core module `file` under: unique across modules, never minified. */
+const sharedName = (file, name) => `${file.replace(/\.ts$/, "").replace(/[^A-Za-z0-9]/g, "_")}$${name}`;
+
+/** The value exports of one module (types are erased), as esbuild reads them. */
+async function exportsOf(file) {
+  const { metafile } = await build({
+    absWorkingDir: root,
+    entryPoints: [file],
+    outdir: "exports-of",
+    write: false,
+    metafile: true,
+    format: "esm",
+    logLevel: "silent",
+  });
+  return Object.values(metafile.outputs).find((output) => output.entryPoint)?.exports ?? [];
+}
+
+/**
+ * In the tools' build, a core module a tool imports becomes a module that re-exports it from main.js; `shared` gathers
+ * each such module's exports for main.js's entry to export.
+ */
+const coreFromMain = (shared) => ({
+  name: "core-from-main",
+  setup(b) {
+    b.onResolve({ filter: /\/core\// }, (args) => {
+      if (args.namespace !== "file" || !args.importer.startsWith(path.join(root, "tools") + path.sep)) return undefined;
+      const file = path.relative(root, path.resolve(args.resolveDir, args.path)).split(path.sep).join("/");
+      return file.startsWith("core/") ? { path: file, namespace: "warden-core" } : undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: "warden-core" }, async (args) => {
+      const names = await exportsOf(args.path);
+      shared.set(args.path, names);
+      const list = names.map((name) => `${sharedName(args.path, name)} as ${name}`).join(", ");
+      return { contents: `export { ${list} } from "warden:main";`, loader: "js", resolveDir: root };
+    });
+    b.onResolve({ filter: /^warden:main$/ }, () => ({ path: "../core/main.js", external: true }));
+  },
+});
+
+/** core/main.ts, and the core modules the tools import re-exported for them (see coreFromMain). */
+const coreEntry = (shared) => ({
+  name: "core-entry",
+  setup(b) {
+    b.onResolve({ filter: /^warden:core$/ }, () => ({ path: "core", namespace: "warden" }));
+    b.onLoad({ filter: /^core$/, namespace: "warden" }, () => ({
+      resolveDir: root,
+      loader: "js",
+      contents: [
+        'import "./core/main.ts";',
+        ...[...shared].sort().map(([file, names]) =>
+          `export { ${names.map((name) => `${name} as ${sharedName(file, name)}`).join(", ")} } from "./${file}";`
+        ),
+      ].join("\n"),
+    }));
+  },
+});
+
+const builtinNames = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+
+/**
+ * node's built-in modules through require(), not import: node's ES module of a built-in reads every export of it as it
+ * loads, and those getters load more (node:process's `stdin`, node:fs's `ReadStream`…), 5% of warden's start-up.
+ */
+const builtinsByRequire = {
+  name: "builtins-by-require",
+  setup(b) {
+    b.onResolve(
+      { filter: /^(node:)?[a-z_/]+$/ },
+      (args) =>
+        args.namespace !== "builtin" && builtinNames.has(args.path)
+          ? { path: args.path.replace(/^node:/, ""), namespace: "builtin" }
+          : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "builtin" }, (args) => ({
+      contents: `module.exports = require("node:${args.path}");`,
+      loader: "js",
+    }));
+  },
+};
+
+/** globby, which core imports only to glob, from its own file: dist/vendor/globby.js. */
+const globbyFromVendor = {
+  name: "globby-from-vendor",
+  setup(b) {
+    b.onResolve({ filter: /^globby$/ }, () => ({ path: "../vendor/globby.js", external: true }));
+  },
+};
+
+// Bundled CommonJS dependencies call require(); give them one.
+const requireBanner = {
+  js:
+    "import{createRequire as __wardenCreateRequire}from'node:module';const require=__wardenCreateRequire(import.meta.url);",
+};
+const forNode = {
   absWorkingDir: root,
-  entryPoints: ["core/main.ts", { in: "warden:builtin-tools", out: "tools/_builtin" }],
-  outdir: "dist",
-  outbase: ".",
   bundle: true,
-  splitting: true,
   format: "esm",
   platform: "node",
   target: "node20",
   minify: !process.env.WARDEN_NO_MINIFY,
   sourcemap: "linked",
-  chunkNames: "chunks/[name]-[hash]",
   // Heavy or native packages stay in node_modules and load only when used.
   external: ["ts-morph", "@ts-morph/common", "typescript", "esbuild", "deno"],
-  plugins: [withoutAjv, builtinTools],
-  // Bundled CommonJS dependencies call require(); give them one.
-  banner: {
-    js:
-      "import{createRequire as __wardenCreateRequire}from'node:module';const require=__wardenCreateRequire(import.meta.url);",
-  },
+  banner: requireBanner,
   logLevel: "warning",
+};
+
+const started = performance.now();
+const denoLink = linkDenoBinary();
+const shared = new Map();
+await build({
+  ...forNode,
+  entryPoints: [{ in: "warden:builtin-tools", out: "tools/_builtin" }],
+  outdir: "dist",
+  outbase: ".",
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
+  plugins: [coreFromMain(shared), builtinsByRequire, builtinTools],
+});
+await build({
+  ...forNode,
+  entryPoints: [{ in: "warden:core", out: "core/main" }],
+  outdir: "dist",
+  outbase: ".",
+  plugins: [withoutAjv, globbyFromVendor, builtinsByRequire, coreEntry(shared)],
+  // The entry is the virtual module above, so core/main.ts's own line is not the file's first: the command's is.
+  banner: { js: `#!/usr/bin/env node\n${requireBanner.js}` },
+});
+chmodSync(path.join(root, "dist/core/main.js"), 0o755); // the package's command
+await build({
+  ...forNode,
+  entryPoints: ["globby"],
+  outfile: "dist/vendor/globby.js",
+  plugins: [builtinsByRequire],
+  legalComments: "external",
 });
 
 // deno runs core/ from source but takes the SDK from this one bundle (see deno.json "imports").
