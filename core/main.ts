@@ -287,7 +287,7 @@ async function main(argv: readonly string[]): Promise<number> {
       // What the runtime holds this process to, against what the built-in tools and these settings need.
       confinement: async () => {
         const catalog = buildCatalog((await loadTools(dir.url, dir.extensions)).map(builtinEntry));
-        return confinementOf(await needsOf(install, config, catalog, spawner, [])).state;
+        return confinementOf(await needsOf(install, config, catalog, spawner, [], fromSource)).state;
       },
       plugins: async () => {
         const { discoverPlugins, pluginSources } = await import("./plugins/trust/discover.ts");
@@ -370,12 +370,14 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "command") {
     return registrationCommand(install, config, argv, catalog, spawner, plugins.records, args);
   }
-  const needs = await needsOf(install, config, catalog, spawner, plugins.records);
+  const needs = await needsOf(install, config, catalog, spawner, plugins.records, fromSource);
   const confinement = confinementOf(needs);
+  // What the commands warden prints need: they run the build, which `deno task start` does not.
+  const printedNeeds = fromSource ? await needsOf(install, config, catalog, spawner, plugins.records, false) : needs;
   if (command === "serve" && confinement.missing.length > 0) {
     throw missingPermissions(
       confinement.missing,
-      `start it with ${shellCommand(serverCommand(install, config, argv, needs, "deno"))}`,
+      `start it with ${shellCommand(serverCommand(install, config, argv, printedNeeds, "deno"))}`,
     );
   }
 
@@ -463,7 +465,7 @@ async function main(argv: readonly string[]): Promise<number> {
     answering = true;
     // Said once the deferred work is done: it names the digest and the plugins.
     await deferredDone;
-    const registered = serverCommand(install, config, argv, needs, facts.runtime.name as "node" | "deno");
+    const registered = serverCommand(install, config, argv, printedNeeds, facts.runtime.name as "node" | "deno");
     log("info", "ready", {
       version: pkg.version,
       runtime: `${facts.runtime.name} ${facts.runtime.version}`,

@@ -13,7 +13,7 @@ import type { PluginRecord } from "./plugins/trust/discover.ts";
 import { osLimits } from "./plugins/sandbox/limits.ts";
 import type { Spawner } from "./doors/spawn.ts";
 
-/** Where warden is installed, and where its built-in tools load from (source for deno, build for node). */
+/** Where warden is installed, and where its built-in tools load from (the source, under deno from a clone, or the build). */
 export interface Install {
   readonly appRoot: URL;
   /** The package's name and version (package.json): what an agent's `npx -y <name>@<version>` installs. */
@@ -25,8 +25,7 @@ export interface Install {
 /**
  * Whether warden runs from an installed package rather than a clone: npm puts every package it installs (as a
  * dependency, globally, or in npx's cache) in a `node_modules` directory, and a clone is never inside one (an
- * `npm link`ed clone runs from its real path). An installed package is registered with the `npx` form, and under
- * deno runs its build, since deno strips no types from files under `node_modules`.
+ * `npm link`ed clone runs from its real path). An installed package is registered with the `npx` form.
  */
 export function isInstalled(appRoot: URL): boolean {
   return platform().fromFileUrl(appRoot).split(/[\\/]/).includes("node_modules");
@@ -40,11 +39,6 @@ function installedIn(appRoot: URL): string | null {
   if (!isInstalled(appRoot)) return null;
   const parts = platform().fromFileUrl(appRoot).replace(/[\\/]$/, "").split(/[\\/]/);
   return parts.slice(0, parts.lastIndexOf("node_modules") + 1).join(platform().pathDelimiter === ";" ? "\\" : "/");
-}
-
-/** Whether warden runs `runtime` from its TypeScript source: deno in a clone; the build everywhere else. */
-function runsSource(install: Install, runtime: "node" | "deno"): boolean {
-  return runtime === "deno" && !isInstalled(install.appRoot);
 }
 
 /**
@@ -134,17 +128,20 @@ function acceptedProjects(config: Config): string[] {
   }
 }
 
-/** What this server needs from the runtime `runtime` (this one unless asked), from its catalog and settings. */
+/**
+ * What this server needs from the runtime `runtime` (this one unless asked), from its catalog and settings, run from
+ * its TypeScript source (`deno task start` in a clone) or from its build (every command warden prints).
+ */
 export async function needsOf(
   install: Install,
   config: Config,
   catalog: Catalog,
   spawner: Spawner,
   records: readonly PluginRecord[],
+  source: boolean,
   runtime: "node" | "deno" = platform().runtime.name,
 ): Promise<PermissionNeeds> {
   const entries = [...catalog.tools.values()];
-  const source = runsSource(install, runtime);
   const gate = spawner.programs().size > 0;
   const [reals, bwrap, ...programs] = await Promise.all([
     Promise.all(config.roots.map((root) => platform().fs.realPath(root.path).catch(() => root.path))),
@@ -243,10 +240,10 @@ export function serverCommand(
   }
   // A command registered without roots reads the directory the agent starts it in: "." in deno's flags.
   const cwd = explicit ? null : platform().cwd();
+  // Both runtimes run the build: deno starts it faster than the source (scripts/bench/README.md, start-up), and an
+  // installed package has no other (deno strips no types from files under node_modules).
+  const main = platform().fromFileUrl(new URL("dist/core/main.js", install.appRoot));
   if (runtime === "deno") {
-    const main = platform().fromFileUrl(
-      new URL(runsSource(install, runtime) ? "core/main.ts" : "dist/core/main.js", install.appRoot),
-    );
     const v8 = DENO_RUN_FLAGS.filter((flag) => flag.startsWith("--v8-flags="));
     return {
       command: denoBinary(install.appRoot),
@@ -254,7 +251,6 @@ export function serverCommand(
       env: DENO_ENV,
     };
   }
-  const main = platform().fromFileUrl(new URL("dist/core/main.js", install.appRoot));
   // An installed package is registered as agents take a package, pinned to this version: npx fetches it once into
   // its cache and starts its bin with the node in PATH. A clone, for contributors, runs its own build.
   if (!nodePermission && isInstalled(install.appRoot)) {
@@ -340,7 +336,7 @@ export async function registrationCommand(
       );
     }
   }
-  const needs = await needsOf(install, config, catalog, spawner, records, runtime);
+  const needs = await needsOf(install, config, catalog, spawner, records, false, runtime);
   const server = serverCommand(install, config, argv, needs, runtime, nodePermission);
   platform().writeStdout(
     json ? JSON.stringify(mcpServerEntry(server), null, 2) + "\n" : shellCommand(server) + "\n",

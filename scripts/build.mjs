@@ -205,12 +205,20 @@ const coreEntry = (shared) => ({
 const builtinNames = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
 
 /**
- * node's built-in modules through require(), not import: node's ES module of a built-in reads every export of it as it
- * loads, and those getters load more (node:process's `stdin`, node:fs's `ReadStream`…), 5% of warden's start-up.
+ * node's built-in modules through require() (the banner's, below), not import: node's ES module of a built-in reads
+ * every export of it as it loads, and those getters load more (node:process's `stdin`, node:fs's `ReadStream`…), 5% of
+ * warden's start-up on node. node:path is scripts/node_path_for_bundle.cjs, for deno's sake (see there).
  */
 const builtinsByRequire = {
   name: "builtins-by-require",
   setup(b) {
+    b.onResolve(
+      { filter: /^(node:)?path$/ },
+      (args) =>
+        args.namespace === "builtin"
+          ? undefined
+          : { path: fileURLToPath(new URL("./node_path_for_bundle.cjs", import.meta.url)) },
+    );
     b.onResolve(
       { filter: /^(node:)?[a-z_/]+$/ },
       (args) =>
@@ -233,10 +241,14 @@ const globbyFromVendor = {
   },
 };
 
-// Bundled CommonJS dependencies call require(); give them one.
+/**
+ * The require() of the bundles: the built-in modules, and nothing else (every other module is bundled or imported).
+ * process.getBuiltinModule (node 20.16, deno) rather than node:module's createRequire, which under deno loads its
+ * CommonJS layer: about 40 ms of a deno start-up.
+ */
 const requireBanner = {
   js:
-    "import{createRequire as __wardenCreateRequire}from'node:module';const require=__wardenCreateRequire(import.meta.url);",
+    "const require=(id)=>process.getBuiltinModule(id)??(()=>{throw new Error(`warden's build requires ${id}, which is not a built-in module`)})();",
 };
 const forNode = {
   absWorkingDir: root,
@@ -245,7 +257,6 @@ const forNode = {
   platform: "node",
   target: "node20",
   minify: !process.env.WARDEN_NO_MINIFY,
-  sourcemap: "linked",
   // Heavy or native packages stay in node_modules and load only when used.
   external: ["ts-morph", "@ts-morph/common", "typescript", "esbuild", "deno"],
   banner: requireBanner,

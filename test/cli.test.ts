@@ -235,7 +235,7 @@ describe(`cli (${runtimeName})`, () => {
       assert.ok(grants("--allow-write", jobs) && grants("--allow-read", jobs), "run_checks keeps its jobs there");
       assert.ok(!grants("--allow-write", repoRoot), flag("--allow-write"));
       assert.deepEqual(deno.args.slice(-9), [
-        path.join(repoRoot, "core/main.ts"),
+        path.join(repoRoot, "dist/core/main.js"),
         "--root",
         `app=${path.join(repoRoot, "test")}`,
         "--plugins-dir",

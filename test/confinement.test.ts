@@ -11,9 +11,9 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import process from "node:process";
 import {
+  builtFixtureToolsDir,
   childEnv,
   connect,
-  fixtureToolsDir,
   onDeno,
   repoRoot,
   runtimeName,
@@ -24,7 +24,9 @@ import {
 } from "./helpers.ts";
 import { ATTEMPTS } from "./fixtures/hostile/read.ts";
 
-const hostileTools = path.join(repoRoot, onDeno ? "test/fixtures/hostile" : "dist/test/fixtures/hostile");
+// Built on both runtimes: the commands warden prints run warden's build, which loads built tools (deno would take the
+// sources too, but they import core/ from source, which those commands do not grant).
+const hostileTools = path.join(repoRoot, "dist/test/fixtures/hostile");
 const SECRET = "hunter2-confinement-secret";
 type Attempt = (typeof ATTEMPTS)[number];
 type Outcome = { attempt: Attempt; outcome: "done"; value: string } | {
@@ -267,7 +269,7 @@ describe(`runtime confinement of built-in tools (${runtimeName})`, () => {
       mkdirSync(src);
       mkdirSync(out);
       const args = ["--root", `src=${src}`, "--root", `out=${out}`];
-      const env = { WARDEN_TOOLS_DIR: fixtureToolsDir, TMPDIR: temp.dir };
+      const env = { WARDEN_TOOLS_DIR: builtFixtureToolsDir, TMPDIR: temp.dir };
       const { command, args: commandArgs } = await printedCommand(args, env);
       const flag = (name: string) => commandArgs.find((a) => a === name || a.startsWith(`${name}=`));
       assert.ok(flag("--allow-write")!.split("=")[1].split(",").includes(out), flag("--allow-write"));

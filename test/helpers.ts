@@ -25,6 +25,9 @@ export const repoRoot = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? 
 /** The test fixture tools: sources under deno, their build under node. */
 export const fixtureToolsDir = path.join(repoRoot, onDeno ? "test/fixtures/tools" : "dist/test/fixtures/tools");
 
+/** The test fixture tools as the commands warden prints load them, on both runtimes: their build. */
+export const builtFixtureToolsDir = path.join(repoRoot, "dist/test/fixtures/tools");
+
 /** Fixture directory of deliberately broken tools, by case name. */
 export function brokenToolsDir(name: string): string {
   return path.join(repoRoot, onDeno ? "test/fixtures/broken" : "dist/test/fixtures/broken", name);

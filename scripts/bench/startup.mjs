@@ -152,7 +152,7 @@ for (const runtime of runtimes) {
     `### ${runtime}${
       runtime === "node"
         ? " (warden: `node dist/core/main.js`)"
-        : " (warden: the command `warden command --runtime deno` prints, core/main.ts from source)"
+        : " (warden: the command `warden command --runtime deno` prints, which runs the build, dist/core/main.js; `deno task start`: the source)"
     }`,
   );
   print();
