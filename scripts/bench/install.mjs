@@ -164,7 +164,7 @@ const contenders = runtimes.flatMap((runtime) => {
     env: childEnv(runtime === "deno" ? denoCommand.env : {}),
   }, {
     ...clone,
-    name: runtime === "node" ? "clone warden" : "clone warden (deno task flags)",
+    name: runtime === "node" ? "clone warden" : "clone warden, its source (deno task flags)",
     env: childEnv(runtime === "deno" ? denoCommand.env : {}),
   }, { ...bare, env: runtime === "deno" ? childEnv(denoCommand.env) : bare.env }];
 });
