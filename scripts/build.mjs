@@ -7,7 +7,8 @@
 //   `instanceof WardenError` and the platform's state hold across the two builds;
 // - dist/vendor/globby.js: globby and its dependencies, which core loads only for a glob.
 // The split build this replaced (esbuild's code splitting over core and tools together) loaded 37 files, 355 KB; one
-// file of everything, 742 KB. This one loads 2 files, about 460 KB: see scripts/bench/startup.mjs.
+// file of everything, 742 KB. This one loads 5 (main.js, _builtin.js, three small chunks the tools share with their
+// analysis code), 466 KB: see scripts/bench/README.md, start-up.
 // With --tests it also builds test/*.test.ts into dist/test/ and the unit tests beside the modules
 // (core/**/*.test.ts, tools/**/*.test.ts) into dist/unit/, at the same paths.
 // Plain JavaScript on purpose: node 20 runs it without a TypeScript loader.
