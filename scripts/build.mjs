@@ -213,13 +213,9 @@ const builtinNames = new Set(builtinModules.flatMap((name) => [name, `node:${nam
 const builtinsByRequire = {
   name: "builtins-by-require",
   setup(b) {
-    b.onResolve(
-      { filter: /^(node:)?path$/ },
-      (args) =>
-        args.namespace === "builtin"
-          ? undefined
-          : { path: fileURLToPath(new URL("./node_path_for_bundle.cjs", import.meta.url)) },
-    );
+    b.onResolve({ filter: /^(node:)?path$/ }, () => ({
+      path: fileURLToPath(new URL("./node_path_for_bundle.cjs", import.meta.url)),
+    }));
     b.onResolve(
       { filter: /^(node:)?[a-z_/]+$/ },
       (args) =>
@@ -247,10 +243,8 @@ const globbyFromVendor = {
  * process.getBuiltinModule (node 20.16, deno) rather than node:module's createRequire, which under deno loads its
  * CommonJS layer: about 40 ms of a deno start-up.
  */
-const requireBanner = {
-  js:
-    "const require=(id)=>process.getBuiltinModule(id)??(()=>{throw new Error(`warden's build requires ${id}, which is not a built-in module`)})();",
-};
+const REQUIRE_BANNER =
+  "const require=(id)=>process.getBuiltinModule(id)??(()=>{throw new Error(`warden's build requires ${id}, which is not a built-in module`)})();";
 const forNode = {
   absWorkingDir: root,
   bundle: true,
@@ -260,7 +254,7 @@ const forNode = {
   minify: !process.env.WARDEN_NO_MINIFY,
   // Heavy or native packages stay in node_modules and load only when used.
   external: ["ts-morph", "@ts-morph/common", "typescript", "esbuild", "deno"],
-  banner: requireBanner,
+  banner: { js: REQUIRE_BANNER },
   logLevel: "warning",
 };
 
@@ -283,7 +277,7 @@ await build({
   outbase: ".",
   plugins: [withoutAjv, globbyFromVendor, builtinsByRequire, coreEntry(shared)],
   // The entry is the virtual module above, so core/main.ts's own line is not the file's first: the command's is.
-  banner: { js: `#!/usr/bin/env node\n${requireBanner.js}` },
+  banner: { js: `#!/usr/bin/env node\n${REQUIRE_BANNER}` },
 });
 chmodSync(path.join(root, "dist/core/main.js"), 0o755); // the package's command
 await build({
