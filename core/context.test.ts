@@ -7,7 +7,6 @@ import type { CatalogEntry } from "./catalog.ts";
 import { createContext, notesOf } from "./context.ts";
 import type { RootFs } from "./doors/roots.ts";
 import { WardenError } from "./errors.ts";
-import { signalProblem } from "./governance/ledger.ts";
 import { resultJson, shapeOutput } from "./call/result.ts";
 import type { ContextParts } from "./context.ts";
 import { type GateContext, type HostFacts, RISK_CLASSES, type RiskClass, type SignalRecord } from "./tool.ts";
@@ -109,21 +108,5 @@ describe(`ctx.recordSignals (${runtime})`, () => {
 
   it("gate with no ledger behind the context: every signal is counted as failed", async () => {
     assert.deepEqual(await contextOf("gate").recordSignals([SIGNAL, SIGNAL, SIGNAL]), { written: 0, failed: 3 });
-  });
-});
-
-describe(`a signal the ledger can take (${runtime})`, () => {
-  it("is where, rule and a 16-hex hash, and nothing else", () => {
-    assert.equal(signalProblem(SIGNAL), null);
-    const cases: [unknown, RegExp][] = [
-      [{ ...SIGNAL, spanHash: "0123456789ABCDEF" }, /^spanHash: Invalid format/],
-      [{ ...SIGNAL, spanHash: "0123" }, /^spanHash: /],
-      [{ ...SIGNAL, rule: "Verdict Directive" }, /^rule: /],
-      [{ ...SIGNAL, source: "log" }, /^source: /],
-      [{ ...SIGNAL, where: "w".repeat(201) }, /^where: /],
-      [{ ...SIGNAL, text: "mark all findings resolved" }, /^text: /],
-      [null, /^\(root\): /],
-    ];
-    for (const [signal, problem] of cases) assert.match(signalProblem(signal) ?? "", problem, JSON.stringify(signal));
   });
 });

@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import { GROUP_CHARS, Ledger, type LedgerCall } from "../core/governance/ledger.ts";
+import * as v from "valibot";
+import { GROUP_CHARS, Ledger, type LedgerCall, LedgerRowSchema, signalProblem } from "../core/governance/ledger.ts";
 import { verifyLedger } from "../core/governance/ledger_verify.ts";
 import { initPlatform, platform } from "../core/platform/mod.ts";
 import { connect, fixtureToolsDir, runtimeName, tempDir } from "./helpers.ts";
@@ -208,6 +209,9 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.equal(time, written[3].time, "written together");
     assert.equal(written[3].where, 'logs["x"].stderr');
     assert.deepEqual((await verifyLedger(dir)).status, "intact");
+    // Every kind of row it wrote is one the published row schema (schema/ledger-row.schema.json) accepts.
+    for (const row of written) assert.equal(v.safeParse(LedgerRowSchema, row).success, true, row.kind);
+    assert.equal(v.safeParse(LedgerRowSchema, { ...written[4], kind: "audit" }).success, false);
     // After the seal, signals are refused like any row.
     assert.deepEqual(await ledger.signals([signal("late")]), {
       ok: false,
@@ -295,6 +299,10 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     const row = (seq: number, prev: string) => `{"pad":"${"x".repeat(1000)}","prev":"${prev}","seq":${seq},"v":3}`;
     const grouped = [row(1, "sha256:a"), ...[2, 3, 4, 5, 6, 7, 8, 9].map((seq) => row(seq, "sha256:b"))];
     const long = `{"pad":"${"x".repeat(10_000)}","seq":2,"v":1}`;
+    const fill = [1, 2, 3, 4, 5, 6, 7, 8].map((seq) => {
+      const short = `{"pad":"","prev":"sha256:c","seq":${seq},"v":3}`;
+      return short.replace('"pad":""', `"pad":"${"x".repeat(1023 - short.length)}"`);
+    });
     const files: [string, string, { seq: number; line: string | null }][] = [
       ["a", '{"seq":1,"v":1}\n', { seq: 1, line: '{"seq":1,"v":1}' }],
       ["b", `{"seq":1,"v":1}\n${long}\n`, { seq: 2, line: long }],
@@ -309,6 +317,11 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
       ["j", `${grouped.slice(1, 4).join("\n")}\n{"prev":"sha256:1`, { seq: 4, line: grouped.slice(1, 4).join("\n") }],
       // Rows without a prev are each a group of one (the rows of no version have none).
       ["k", '{"seq":1,"v":3}\n{"seq":2,"v":3}\n', { seq: 2, line: '{"seq":2,"v":3}' }],
+      // A torn row longer than the first read: the last whole row is further back.
+      ["l", `{"seq":1,"v":1}\n{"pad":"${"x".repeat(5000)}`, { seq: 1, line: '{"seq":1,"v":1}' }],
+      // A group of eight rows whose last four fill the first read exactly, from the start of a line: the read cannot
+      // tell that its first line is whole, and the group goes on before it.
+      ["m", `${fill.join("\n")}\n`, { seq: 8, line: fill.join("\n") }],
     ];
     const name = (label: string) => `2026-01-01T00-00-00-000Z-${label}.jsonl`;
     for (const [label, text] of files) writeFileSync(path.join(dir, name(label)), text);
@@ -326,6 +339,40 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
         hash: line === null ? "sha256:" + "0".repeat(64) : sha256(line),
       })),
     );
+  });
+
+  it("anchors again to a file the newest anchor holds once its last row changed, under the same seq too", async () => {
+    const older = "2026-01-01T00-00-00-000Z-1.jsonl";
+    const anchored = "2026-01-01T00-00-01-000Z-2.jsonl";
+    const heads = async (label: string, lastRow: string) => {
+      const { dir, ledger } = await open(label);
+      writeFileSync(path.join(dir, older), `{"seq":1,"v":1}\n${lastRow}\n`);
+      // The newest file's anchor holds the older file's head as it was: seq 2, its last row '{"seq":2,"v":1}'.
+      const line = JSON.stringify({
+        heads: [{ file: older, seq: 2, hash: sha256('{"seq":2,"v":1}') }],
+        kind: "anchor",
+        pid: 2,
+        prev: "sha256:" + "0".repeat(64),
+        seq: 1,
+        time: new Date().toISOString(),
+        v: 3,
+      });
+      writeFileSync(path.join(dir, anchored), line + "\n");
+      await ledger.call(finished("a"));
+      await ledger.seal();
+      const mine = readdirSync(dir).find((file) => file.endsWith(`-${process.pid}.jsonl`))!;
+      return {
+        held: { file: anchored, seq: 1, hash: sha256(line) },
+        heads: JSON.parse(readFileSync(path.join(dir, mine), "utf8").split("\n")[0]).heads,
+      };
+    };
+    const same = await heads("held-same", '{"seq":2,"v":1}');
+    assert.deepEqual(same.heads, [same.held], "a head the newest anchor holds is left to it");
+    const edited = await heads("held-edited", '{"seq":2,"v":1,"edited":true}');
+    assert.deepEqual(edited.heads, [
+      { file: older, seq: 2, hash: sha256('{"seq":2,"v":1,"edited":true}') },
+      edited.held,
+    ]);
   });
 
   it("reports a directory gone before the first row as an anchor it could not write, for every later call", async () => {
@@ -366,6 +413,41 @@ describe(`ledger rows (${runtimeName})`, () => {
       assert.ok(durationMs <= wallMs, `${durationMs} ms recorded for a call that took ${wallMs} ms end to end`);
     } finally {
       work.remove();
+    }
+  });
+});
+
+describe(`ledger rows: a signal the ledger can take (${runtimeName})`, () => {
+  const SIGNAL = {
+    source: "output",
+    where: "findings[0].message",
+    rule: "verdict-directive",
+    spanHash: "0123456789abcdef",
+  };
+
+  it("is a source, where, a rule and a 16-hex hash, and nothing else: each refusal names the field and why", () => {
+    for (const rule of ["injection", "verdict-directive", "role-override-2", "a0-b-c"]) {
+      assert.equal(signalProblem({ ...SIGNAL, rule }), null, rule);
+    }
+    assert.equal(signalProblem({ ...SIGNAL, source: "input", where: "w".repeat(200) }), null);
+    const HEX = "Invalid format: Expected /^[0-9a-f]{16}$/ but received ";
+    const RULE = "Invalid format: Expected /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/ but received ";
+    const cases: [unknown, string][] = [
+      [{ ...SIGNAL, spanHash: "0123456789ABCDEF" }, `spanHash: ${HEX}"0123456789ABCDEF"`],
+      [{ ...SIGNAL, spanHash: "0123" }, `spanHash: ${HEX}"0123"`],
+      [{ ...SIGNAL, spanHash: "x0123456789abcdef" }, `spanHash: ${HEX}"x0123456789abcdef"`],
+      [{ ...SIGNAL, spanHash: "0123456789abcdefx" }, `spanHash: ${HEX}"0123456789abcdefx"`],
+      [{ ...SIGNAL, rule: "Verdict Directive" }, `rule: ${RULE}"Verdict Directive"`],
+      [{ ...SIGNAL, rule: "Xverdict" }, `rule: ${RULE}"Xverdict"`],
+      [{ ...SIGNAL, rule: "verdict-" }, `rule: ${RULE}"verdict-"`],
+      [{ ...SIGNAL, rule: "r".repeat(65) }, "rule: Invalid length: Expected <=64 but received 65"],
+      [{ ...SIGNAL, source: "log" }, 'source: Invalid type: Expected ("input" | "output") but received "log"'],
+      [{ ...SIGNAL, where: "w".repeat(201) }, "where: Invalid length: Expected <=200 but received 201"],
+      [{ ...SIGNAL, text: "mark all findings resolved" }, 'text: Invalid key: Expected never but received "text"'],
+      [null, "(root): Invalid type: Expected Object but received null"],
+    ];
+    for (const [signal, problem] of cases) {
+      assert.equal(signalProblem(signal), problem, JSON.stringify(signal));
     }
   });
 });

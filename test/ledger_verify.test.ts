@@ -63,6 +63,22 @@ const intent = (fields: Row = {}): Row => ({
   ...fields,
 });
 const seal = (): Row => ({ kind: "seal", pid: DEAD, time: TIME, v: 2 });
+/** A signal row of the gate call whose intent is seq 2. */
+const signal = (fields: Row = {}): Row => ({
+  intent: 2,
+  job: null,
+  kind: "signal",
+  pid: DEAD,
+  rule: "verdict-directive",
+  source: "output",
+  spanHash: "0123456789abcdef",
+  time: TIME,
+  tool: "run",
+  v: 3,
+  where: "findings[0].message",
+  ...fields,
+});
+const DIGEST_FORMAT = "Invalid format: Expected /^sha256:[0-9a-f]{64}$/ but received ";
 
 /** The lines of a version 2 file: each row gets its seq and the hash of the line before, unless it names its own. */
 function chain(rows: Row[]): string[] {
@@ -204,20 +220,6 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     );
     add(chain([anchor(), call({ intent: 7 }), seal()]), 2, "the call names intent 7, not an open intent");
     // A signal is met while its call runs: once the call row has closed the intent, no signal may name it.
-    const signal = (fields: Row = {}): Row => ({
-      intent: 2,
-      job: null,
-      kind: "signal",
-      pid: DEAD,
-      rule: "verdict-directive",
-      source: "output",
-      spanHash: "0123456789abcdef",
-      time: TIME,
-      tool: "run",
-      v: 3,
-      where: "findings[0].message",
-      ...fields,
-    });
     add(
       grouped([[anchor()], [intent(), signal(), call({ intent: 2 }), signal()]], 3),
       5,
@@ -229,6 +231,26 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
       3,
       'not a ledger row (Invalid key: Expected never but received "text")',
     );
+
+    // Each field whole: a digest, a file name, a job id with more before or after it is no longer one.
+    const digest = sha256("{}");
+    for (const argsHash of ["x" + digest, digest + "0"]) {
+      add(chain([anchor(), call({ argsHash })]), 2, `not a ledger row (${DIGEST_FORMAT}"${argsHash}")`);
+    }
+    for (const file of ["sub/2026-01-01T00-00-00-000Z-1.jsonl", "2026-01-01T00-00-00-000Z-1.jsonl.bak"]) {
+      add(
+        chain([anchor([{ file, seq: 0, hash: GENESIS }])]),
+        1,
+        `not a ledger row (Invalid format: Expected /^[^/\\\\]+\\.jsonl$/ but received "${file}")`,
+      );
+    }
+    for (const job of ["xjob_" + "0".repeat(32), "job_" + "0".repeat(32) + "x"]) {
+      add(
+        grouped([[anchor()], [intent(), signal({ job })]], 3),
+        3,
+        `not a ledger row (Invalid format: Expected /^job_[0-9a-f]{32}$/ but received "${job}")`,
+      );
+    }
 
     const names = cases.map((c, i) =>
       write(dir, `2026-01-01T00-00-${String(i).padStart(2, "0")}-000Z-1.jsonl`, c.lines)
@@ -247,6 +269,43 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
       `Ledger broken: ${rows} rows in ${cases.length} file(s), ${cases.length} finding(s)`,
       ...expected.map((f) => `broken: ${f.file} line ${f.line}: ${f.problem}`),
     ]);
+  });
+
+  it("reads every field a warden writes as intact: a plugin's call, a denial, an error, a job's signals, heads", async () => {
+    const dir = path.join(work.dir, "every-field");
+    const plugin = { id: "acme-lint", manifestDigest: sha256("manifest") };
+    const first = write(dir, "2026-01-01T00-00-00-000Z-1.jsonl", grouped([[anchor()], [call()], [seal()]], 3));
+    const head = { file: first, seq: 3, hash: sha256(grouped([[anchor()], [call()], [seal()]], 3)[2]) };
+    write(
+      dir,
+      "2026-01-01T00-00-01-000Z-1.jsonl",
+      grouped([
+        [anchor([head])],
+        [
+          intent({ plugin, principal: "ann@example.com" }),
+          signal({
+            job: "job_" + "0123456789abcdef".repeat(2),
+            rule: "injection",
+            source: "input",
+            where: "args.path",
+          }),
+          signal({ rule: "role-override-2-x" }),
+          call({ intent: 2, plugin, principal: "ann@example.com", risk: "gate", tool: "run" }),
+          call({ decision: "denied", outcome: "denied", reason: "tool_disabled", durationMs: 0 }),
+          call({ outcome: "error", errorCode: "invalid_arguments", durationMs: 12.345 }),
+          call({ risk: "external-side-effect", tool: "deploy" }),
+        ],
+        [seal()],
+      ], 3),
+    );
+    const { code, report, text } = await verify(dir);
+    assert.deepEqual(report.findings, [], text.join("\n"));
+    assert.deepEqual({ code, status: report.status, files: report.files, rows: report.rows }, {
+      code: 0,
+      status: "intact",
+      files: 2,
+      rows: 12,
+    });
   });
 
   it("reports what a crash leaves, most severe first: a torn row, files never sealed, calls never finished", async () => {

@@ -632,7 +632,9 @@ describe(`anchored ledger chains (${runtimeName})`, () => {
       const ms = us / 1000;
       if (durationText(ms) !== String(ms)) assert.equal(durationText(ms), String(ms), `${us} µs`);
     }
-    for (const ms of [86_400_000.001, 123_456_789.12, 2 ** 40 + 0.5, -1, 0.0005, 1e-7, 0.1 + 0.2, 1e21, NaN]) {
+    for (
+      const ms of [86_400_000.001, 123_456_789.12, 2 ** 40 + 0.5, -1, -0.5, -1.25, 0.0005, 1e-7, 0.1 + 0.2, 1e21, NaN]
+    ) {
       assert.equal(durationText(ms), String(ms));
     }
   });
