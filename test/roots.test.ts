@@ -1,7 +1,8 @@
 // ctx.fs confinement: reads, lists and globs stay inside the configured roots,
 // whatever path a tool is handed. Driven through a fixture tool over MCP.
 import assert from "node:assert/strict";
-import { lstatSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { lstatSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
@@ -208,9 +209,15 @@ describe(`root confinement (${runtimeName})`, () => {
     assert.deepEqual([batch[0]?.path, batch[1], batch[2]], ["src/a.ts", null, null]);
   });
 
-  it("globs relative to the root, honours .gitignore, drops symlinks that lead out", async () => {
-    const files = JSON.parse(textOf(await call({ op: "glob", path: "**/*.ts" })));
-    assert.deepEqual(files, ["src/a.ts", "src/alias.ts", "src/nested/b.ts"]);
+  it("globs relative to the root, honours .gitignore, drops symlinks that lead out or nowhere", async () => {
+    const dangling = path.join(rootDir, "src", "gone.ts");
+    symlinkSync(path.join(rootDir, "src", "never-there.ts"), dangling);
+    try {
+      const files = JSON.parse(textOf(await call({ op: "glob", path: "**/*.ts" })));
+      assert.deepEqual(files, ["src/a.ts", "src/alias.ts", "src/nested/b.ts"]);
+    } finally {
+      rmSync(dangling);
+    }
   });
 
   it("globs with its options: dot files, .gitignore off, ignore patterns from a cwd, several patterns with a negation", async () => {
@@ -758,5 +765,98 @@ describe("isInside", () => {
       ["/x/root/", "/x/root/a", true],
     ];
     for (const [parent, child, inside] of cases) assert.equal(isInside(parent, child), inside, `${child} in ${parent}`);
+  });
+});
+
+describe(`the file system globby sees: confinedGlobFs alone (${runtimeName})`, () => {
+  // The glob's second lock (each result checked inside the root) is behind it, so what this one refuses is tested
+  // here, on its own.
+  let work: { dir: string; remove: () => void };
+  let root: string;
+  let fs: Record<string, (...args: unknown[]) => unknown> & {
+    promises: Record<string, (p: string) => Promise<unknown>>;
+  };
+  before(async () => {
+    const { initPlatform } = await import("../core/platform/mod.ts");
+    await initPlatform();
+    work = tempDir();
+    root = path.join(work.dir, "root");
+    mkdirSync(path.join(root, "dir", "sub"), { recursive: true });
+    writeFileSync(path.join(root, "dir", "a.ts"), "a");
+    writeFileSync(path.join(root, ".gitignore"), "ignored\n");
+    writeFileSync(path.join(work.dir, "outside.txt"), "secret");
+    mkdirSync(path.join(work.dir, "outdir"));
+    writeFileSync(path.join(work.dir, "outdir", "x.ts"), "x");
+    symlinkSync(path.join(work.dir, "outdir"), path.join(root, "linkdir"));
+    symlinkSync(path.join(root, "dir"), path.join(root, "insidelink"));
+    symlinkSync(path.join(work.dir, "outside.txt"), path.join(root, "dir", ".gitignore"));
+    const fifo = spawnSync("mkfifo", [path.join(root, "sub.gitignore")]);
+    if (fifo.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${fifo.stderr}`);
+    const { confinedGlobFs } = await import("../core/doors/roots.ts");
+    fs = confinedGlobFs(realpathSync(root)) as unknown as typeof fs;
+  });
+  after(() => work.remove());
+
+  const viaCallback = (method: string, ...args: unknown[]) =>
+    new Promise<unknown>((resolve, reject) => {
+      fs[method](...args, (error: Error | null, value: unknown) => (error ? reject(error) : resolve(value)));
+    });
+  const notFollowed = (p: string) => (error: unknown) => {
+    assert.equal((error as { code?: string }).code, "ENOENT");
+    assert.equal((error as Error).message, `ENOENT: not followed: ${p}`);
+    return true;
+  };
+  const kinds = (entry: unknown) => {
+    const e = entry as Record<string, () => boolean> & { name: string };
+    return [e.name, e.isFile(), e.isDirectory(), e.isSymbolicLink()];
+  };
+
+  it("reads a directory reached with no symlink on the way, as names or as entries", async () => {
+    const names = (await viaCallback("readdir", "dir")) as string[];
+    assert.deepEqual([...names].sort(), [".gitignore", "a.ts", "sub"]);
+    const typed = (await viaCallback("readdir", "dir", { withFileTypes: true })) as unknown[];
+    assert.deepEqual(typed.map(kinds).sort(), [
+      [".gitignore", false, false, true],
+      ["a.ts", true, false, false],
+      ["sub", false, true, false],
+    ]);
+    assert.deepEqual(((await viaCallback("readdir", ".", null)) as string[]).sort(), [
+      ".gitignore",
+      "dir",
+      "insidelink",
+      "linkdir",
+      "sub.gitignore",
+    ]);
+  });
+
+  it("refuses a directory through a symlink, inside or out, and the root's parent, as ENOENT", async () => {
+    for (const dir of ["linkdir", "insidelink", "..", "dir/../..", path.join(work.dir, "outdir")]) {
+      await assert.rejects(viaCallback("readdir", dir), notFollowed(dir), dir);
+      await assert.rejects(fs.promises.lstat(`${dir}/x.ts`), notFollowed(`${dir}/x.ts`), dir);
+    }
+  });
+
+  it("looks at an entry without following it: a symlink is a symlink, by lstat and by stat", async () => {
+    for (const method of ["lstat", "stat"]) {
+      assert.deepEqual(kinds(await viaCallback(method, "linkdir")), ["linkdir", false, false, true], method);
+      assert.deepEqual(kinds(await viaCallback(method, "dir/a.ts")), ["a.ts", true, false, false], method);
+      assert.deepEqual(kinds(await viaCallback(method, "dir")), ["dir", false, true, false], method);
+      assert.deepEqual(kinds(await viaCallback(method, "sub.gitignore")), ["sub.gitignore", false, false, false]);
+      await assert.rejects(viaCallback(method, "linkdir/x.ts"), notFollowed("linkdir/x.ts"), method);
+    }
+    assert.deepEqual(kinds(await fs.promises.stat("linkdir")), ["linkdir", false, false, true]);
+  });
+
+  it("reads an ignore file only when it is a regular file inside the root", async () => {
+    assert.equal(await fs.promises.readFile(".gitignore"), "ignored\n");
+    for (const file of ["dir/.gitignore", "sub.gitignore", "linkdir/.gitignore", "../outside.txt"]) {
+      await assert.rejects(fs.promises.readFile(file), notFollowed(file), file);
+    }
+  });
+
+  it("refuses every synchronous call, which it could not confine", () => {
+    for (const method of ["lstatSync", "statSync", "readdirSync"]) {
+      assert.throws(() => fs[method]("dir"), { message: "ctx.fs.glob reads the file system asynchronously only" });
+    }
   });
 });

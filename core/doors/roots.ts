@@ -589,7 +589,7 @@ const MAX_IGNORE_FILE_BYTES = 4 * 1024 * 1024;
  * the root, and `{..,x}/*` the root's parent. Refusals are ENOENT, which fast-glob and globby skip silently: what
  * is not followed is not there. One per glob call (it remembers which directories it checked).
  */
-function confinedGlobFs(rootReal: string): GlobFs {
+export function confinedGlobFs(rootReal: string): GlobFs {
   const fs = platform().fs;
   const checked = new Map<string, Promise<boolean>>();
   const notThere = (p: string) => Object.assign(new Error(`ENOENT: not followed: ${p}`), { code: "ENOENT" });
