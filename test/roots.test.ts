@@ -860,3 +860,129 @@ describe(`the file system globby sees: confinedGlobFs alone (${runtimeName})`, (
     }
   });
 });
+
+describe(`the host's doors into a root: writableTarget and realDirectory (${runtimeName})`, () => {
+  let work: { dir: string; remove: () => void };
+  let root: string;
+  let roots: typeof import("../core/doors/roots.ts");
+  let fs: import("../core/doors/roots.ts").RootFs;
+  before(async () => {
+    const { initPlatform } = await import("../core/platform/mod.ts");
+    await initPlatform();
+    roots = await import("../core/doors/roots.ts");
+    work = tempDir();
+    root = path.join(work.dir, "work");
+    mkdirSync(path.join(root, "dir"), { recursive: true });
+    writeFileSync(path.join(root, "a.txt"), "a");
+    writeFileSync(path.join(work.dir, "outside.txt"), "secret");
+    symlinkSync(path.join(root, "a.txt"), path.join(root, "link.txt"));
+    symlinkSync(path.join(work.dir, "outside.txt"), path.join(root, "out.txt"));
+    symlinkSync(work.dir, path.join(root, "up"));
+    const fifo = spawnSync("mkfifo", [path.join(root, "pipe")]);
+    if (fifo.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${fifo.stderr}`);
+    fs = await roots.openRoots([{ id: "work", path: root }, { id: "other", path: work.dir }]);
+  });
+  after(() => work.remove());
+
+  const refusal = async (promise: Promise<unknown>, code: string, message: string) =>
+    await assert.rejects(promise, (error: unknown) => {
+      assert.deepEqual({ code: (error as { code?: string }).code, message: (error as Error).message }, {
+        code,
+        message,
+      });
+      return true;
+    });
+
+  it("names where a write would land: a new or regular file, under a directory inside the root", async () => {
+    assert.deepEqual(await roots.writableTarget(fs, "work", "new.txt"), {
+      real: path.join(root, "new.txt"),
+      display: "new.txt",
+    });
+    assert.deepEqual(await roots.writableTarget(fs, "work", "dir/new.txt"), {
+      real: path.join(root, "dir", "new.txt"),
+      display: "dir/new.txt",
+    });
+    assert.deepEqual(await roots.writableTarget(fs, "work", "./dir/../a.txt"), {
+      real: path.join(root, "a.txt"),
+      display: "a.txt",
+    });
+    assert.deepEqual(await roots.writableTarget(fs, "work", path.join(root, "dir", "b.txt")), {
+      real: path.join(root, "dir", "b.txt"),
+      display: "dir/b.txt",
+    });
+  });
+
+  it("refuses a write through a symlink, onto what is not a regular file, or to no file at all, naming why", async () => {
+    const refused = (what: string) => `Path refused in root "work": ${what}`;
+    await refusal(
+      roots.writableTarget(fs, "work", "link.txt"),
+      "path_refused",
+      refused('"link.txt" is a symlink; warden never writes through one'),
+    );
+    await refusal(
+      roots.writableTarget(fs, "work", "out.txt"),
+      "path_refused",
+      refused('"out.txt" is a symlink; warden never writes through one'),
+    );
+    await refusal(roots.writableTarget(fs, "work", "dir"), "path_refused", refused('"dir" is not a regular file'));
+    await refusal(roots.writableTarget(fs, "work", "pipe"), "path_refused", refused('"pipe" is not a regular file'));
+    for (const file of ["", ".", "..", "dir/", "dir/.", "dir/.."]) {
+      await refusal(
+        roots.writableTarget(fs, "work", file),
+        "path_refused",
+        `Invalid path: ${JSON.stringify(file)} does not name a file`,
+      );
+    }
+    await refusal(
+      roots.writableTarget(fs, "work", "a\0b"),
+      "path_refused",
+      'Invalid path: "a\\u0000b" is not a path without NUL bytes',
+    );
+    await refusal(
+      roots.writableTarget(fs, "work", 7 as unknown as string),
+      "path_refused",
+      "Invalid path: 7 is not a path without NUL bytes",
+    );
+    await refusal(
+      roots.writableTarget(fs, "work", "up/outside.txt"),
+      "path_refused",
+      refused('"up" leads outside the root through a symlink; only files inside the root can be read'),
+    );
+    await refusal(
+      roots.writableTarget(fs, "work", "../outside.txt"),
+      "path_refused",
+      refused('".." leads outside the root; remove the `..` segments'),
+    );
+    await refusal(
+      roots.writableTarget(fs, "work", "missing/new.txt"),
+      "not_found",
+      'Not found in root "work": "missing"',
+    );
+  });
+
+  it("gives the real path of a directory, and refuses a file, a way out, and a RootFs it did not make", async () => {
+    assert.equal(await roots.realDirectory(fs, "work", "."), root);
+    assert.equal(await roots.realDirectory(fs, "work", "dir"), path.join(root, "dir"));
+    await refusal(roots.realDirectory(fs, "work", "a.txt"), "not_found", 'Not a directory in root "work": "a.txt"');
+    await refusal(
+      roots.realDirectory(fs, "work", "up"),
+      "path_refused",
+      'Path refused in root "work": "up" leads outside the root through a symlink; only files inside the root can be read',
+    );
+    const narrowed = roots.restrictRoots(fs, ["work"], 'plugin "p"');
+    assert.equal(await roots.realDirectory(narrowed, "work", "dir"), path.join(root, "dir"));
+    assert.deepEqual((await roots.writableTarget(narrowed, "work", "dir/c.txt")).display, "dir/c.txt");
+    await refusal(
+      roots.realDirectory(narrowed, "other", "."),
+      "unknown_root",
+      'Unknown root: received "other"; plugin "p" may read: work',
+    );
+    const foreign = { rootIds: ["work"] } as unknown as import("../core/doors/roots.ts").RootFs;
+    await assert.rejects(roots.realDirectory(foreign, "work", "."), {
+      message: "realDirectory needs a RootFs made by openRoots or restrictRoots",
+    });
+    await assert.rejects(roots.writableTarget(foreign, "work", "x"), {
+      message: "writableTarget needs a RootFs made by openRoots or restrictRoots",
+    });
+  });
+});
