@@ -192,6 +192,12 @@ describe(`root confinement (${runtimeName})`, () => {
     assert.deepEqual(await stats("app", ["src/a.ts"]), ["src/a.ts"]);
     assert.deepEqual(await stats("app", ["src/a.ts", "src/nested/b.ts"]), ["src/a.ts", "src/nested/b.ts"]);
     assert.deepEqual(await stats("app", ["src/a.ts", "src/nested/none.ts"]), ["src/a.ts", null]);
+    // A directory the last plan relied on, removed: the same list again is stat'ed afresh, not refused.
+    mkdirSync(path.join(rootDir, "gone"));
+    writeFileSync(path.join(rootDir, "gone", "x.ts"), "");
+    assert.deepEqual(await stats("app", ["gone/x.ts", "src/a.ts"]), ["gone/x.ts", "src/a.ts"]);
+    rmSync(path.join(rootDir, "gone"), { recursive: true });
+    assert.deepEqual(await stats("app", ["gone/x.ts", "src/a.ts"]), [null, "src/a.ts"]);
   });
 
   it("names a path in its normal form, whatever form it was given in", async () => {
@@ -287,6 +293,9 @@ describe(`root confinement (${runtimeName})`, () => {
   it("stats many paths at once as stat does one by one, null where stat refuses", async () => {
     // A symlinked directory inside the root, and one leading out (up/): the batch must take the slow way for both.
     symlinkSync(path.join(rootDir, "src", "nested"), path.join(rootDir, "src", "inner-link"));
+    // A FIFO under a plain directory: the fast way's one lstat must say "other", as stat does.
+    const fifo = spawnSync("mkfifo", [path.join(rootDir, "src", "nested", "pipe")]);
+    if (fifo.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${fifo.stderr}`);
     const paths = [
       "src/a.ts",
       "src/alias.ts",
@@ -303,6 +312,7 @@ describe(`root confinement (${runtimeName})`, () => {
       "/etc/passwd",
       ".",
       "nul\0.ts",
+      "src/nested/pipe",
     ];
     const batch = JSON.parse(textOf(await call({ op: "stats", path: "", paths })));
     assert.equal(batch.length, paths.length);
@@ -328,8 +338,10 @@ describe(`root confinement (${runtimeName})`, () => {
       null,
       "directory",
       null,
+      "other",
     ]);
     assert.ok(batch.every((b: { mtimeMs: number } | null) => b === null || b.mtimeMs > 0));
+    rmSync(path.join(rootDir, "src", "nested", "pipe"));
   });
 
   it("stats thousands of paths at once (two threads) as it does a few", async () => {
@@ -485,7 +497,7 @@ describe(`nothing outside a root is named (${runtimeName})`, () => {
   let rootDir: string;
   let evilDir: string;
   /** Every name that exists only outside the root. */
-  const outsideNames = ["secret.txt", "deeper.txt", "evil.ts", "evil-deep.ts"];
+  const outsideNames = ["secret.txt", "deeper.txt", "evil.ts", "evil-deep.ts", "only-beside.ts"];
   before(async () => {
     work = tempDir();
     rootDir = path.join(work.dir, "root");
@@ -501,6 +513,9 @@ describe(`nothing outside a root is named (${runtimeName})`, () => {
     writeFileSync(path.join(outside, "sub", "deeper.txt"), "top secret\n");
     writeFileSync(path.join(evilDir, "evil.ts"), "top secret\n");
     writeFileSync(path.join(evilDir, "x", "evil-deep.ts"), "top secret\n");
+    // A sibling named as the root's path and a directory of it joined without a separator: `root` + `src`.
+    mkdirSync(path.join(work.dir, "rootsrc"));
+    writeFileSync(path.join(work.dir, "rootsrc", "only-beside.ts"), "top secret\n");
     symlinkSync(outside, path.join(rootDir, "dirlink-out"));
     symlinkSync(outside, path.join(rootDir, "deep", "er", "link-out"));
     symlinkSync(rootDir, path.join(rootDir, "loop"));
@@ -559,6 +574,16 @@ describe(`nothing outside a root is named (${runtimeName})`, () => {
       else assert.ok(found.every((f) => f === "src/a.ts" || f === "deep/er/in.ts"), text);
     });
   }
+
+  it("stats a path under the root's own directory, never under a sibling named as the root and that directory", async () => {
+    const paths = ["src/only-beside.ts", "src/a.ts"];
+    for (const round of ["first", "again, from the plan"]) {
+      const result = await call({ op: "stats", path: "", paths });
+      noOutsideName(textOf(result), round);
+      const batch = JSON.parse(textOf(result)) as ({ path: string; kind: string } | null)[];
+      assert.deepEqual(batch.map((b) => b && [b.path, b.kind]), [null, ["src/a.ts", "file"]], round);
+    }
+  });
 
   it("refuses a glob cwd that leads outside, to the sibling too, and follows one that stays inside", async () => {
     for (const cwd of ["dirlink-out", "deep/er/link-out", "evil-dir", "../root-evil", evilDir, "loop/dirlink-out"]) {
@@ -958,6 +983,19 @@ describe(`the host's doors into a root: writableTarget and realDirectory (${runt
       "not_found",
       'Not found in root "work": "missing"',
     );
+  });
+
+  it("stats in process as through a tool: null, not undefined, for what is missing or refused", async () => {
+    const batch = await fs.stats("work", ["a.txt", "missing.txt", "../outside.txt", "link.txt", "out.txt", "dir/none"]);
+    assert.deepEqual(batch.map((info) => info && [info.path, info.kind]), [
+      ["a.txt", "file"],
+      null,
+      null,
+      ["link.txt", "file"],
+      null,
+      null,
+    ]);
+    assert.equal(batch.filter((info) => info === null).length, 4, "each missing one is null itself");
   });
 
   it("gives the real path of a directory, and refuses a file, a way out, and a RootFs it did not make", async () => {
