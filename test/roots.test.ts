@@ -886,7 +886,7 @@ describe(`the file system globby sees: confinedGlobFs alone (${runtimeName})`, (
   });
 });
 
-describe(`the host's doors into a root: writableTarget and realDirectory (${runtimeName})`, () => {
+describe(`a root's doors in process: paths, stats, writableTarget, realDirectory (${runtimeName})`, () => {
   let work: { dir: string; remove: () => void };
   let root: string;
   let roots: typeof import("../core/doors/roots.ts");
@@ -996,6 +996,42 @@ describe(`the host's doors into a root: writableTarget and realDirectory (${runt
       null,
     ]);
     assert.equal(batch.filter((info) => info === null).length, 4, "each missing one is null itself");
+  });
+
+  it("takes an absolute path by the root as configured and by its real path, and refuses what is no path", async () => {
+    // The root configured through a symlink: an absolute path may name it either way, and is shown relative to it.
+    const alias = path.join(work.dir, "alias");
+    symlinkSync(root, alias);
+    const aliased = await roots.openRoots([{ id: "work", path: alias }]);
+    for (const given of [path.join(alias, "dir", "..", "a.txt"), path.join(root, "a.txt"), "a.txt", "./a.txt"]) {
+      assert.deepEqual((await aliased.stat("work", given)).path, "a.txt", given);
+    }
+    assert.equal((await aliased.stat("work", alias)).path, ".");
+    for (const outside of [work.dir, path.join(work.dir, "outside.txt"), `${alias}-evil/a.txt`, `${root}-evil`]) {
+      await refusal(
+        aliased.stat("work", outside),
+        "path_refused",
+        'Path refused in root "work": an absolute path outside the root; pass a path relative to the root',
+      );
+    }
+    for (const bad of [42, null, undefined, { path: "a.txt" }]) {
+      await refusal(
+        fs.readText("work", bad as unknown as string),
+        "path_refused",
+        `Invalid path: expected a string, received ${bad === undefined ? "undefined" : JSON.stringify(bad)}`,
+      );
+    }
+    await refusal(fs.stat("work", "dir/\0"), "path_refused", 'Invalid path: "dir/\\u0000" contains a NUL byte');
+    await refusal(
+      fs.stat("nowhere", "a.txt"),
+      "unknown_root",
+      'Unknown root: received "nowhere"; use one of: work, other',
+    );
+    await refusal(
+      fs.stat(7 as unknown as string, "a.txt"),
+      "unknown_root",
+      "Unknown root: received 7; use one of: work, other",
+    );
   });
 
   it("gives the real path of a directory, and refuses a file, a way out, and a RootFs it did not make", async () => {
