@@ -395,6 +395,9 @@ class ConfinedFs implements RootFs {
     const { displays, plain, targets } = this.#statsPlan(root, files);
     const stamps = await platform().fs.lstatMany(targets);
     const out: (FileInfo | null)[] = new Array(files.length).fill(null);
+    // The fast way answers for the paths the plan vouches for; any path it leaves takes `stat`'s full way below, to the
+    // same answer. So mutants that only send more paths that way (or loop for ever: a timeout) are equivalent.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, see above
     for (let k = 0; k < plain.length; k++) {
       const kind = stamps[k * LSTAT_FIELDS];
       if (kind === LSTAT_SYMLINK || kind === LSTAT_MISSING) continue;
@@ -427,13 +430,18 @@ class ConfinedFs implements RootFs {
     ) return last;
     // Directories known to lead to the root's real path with no symlink on the way: a file under one that is not a
     // symlink itself needs one lstat, not a real-path walk. Anything else takes `stat`'s full way.
+    // Stryker disable next-line BooleanLiteral: equivalent, a root not taken as plain sends every path the full way
     const plainDirs = new Map<string, boolean>([["", true]]);
     // #lexical hands back plain relative paths as they are: joining them needs no normalising (path.join's cost).
+    // Stryker disable next-line ArithmeticOperator: equivalent, NaN names no path: each lstat says missing, and stat answers
     const prefix = root.real.endsWith(path.sep) ? root.real : root.real + path.sep;
+    // Stryker disable next-line ArrowFunction,StringLiteral,ArithmeticOperator: equivalent, a path that names nothing, or the root with its separator, sends the full way or lstats the same directory
     const under = (rel: string) => (rel === "" ? root.real : prefix + rel);
     const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf(path.sep)));
+    // Stryker disable BlockStatement: equivalent, a directory not known plain (undefined) sends its paths the full way
     const plainDir = (rel: string): boolean => {
       let known = plainDirs.get(rel);
+      // Stryker disable next-line ConditionalExpression: equivalent, recomputed every time or never (undefined): see above
       if (known === undefined) {
         const info = plainDir(parentOf(rel)) ? lstatOrNull(under(rel)) : null;
         known = info !== null && info.isDirectory;
@@ -441,23 +449,29 @@ class ConfinedFs implements RootFs {
       }
       return known;
     };
+    // Stryker restore BlockStatement
     const displays: (string | null)[] = [];
     const plain: number[] = [];
     const targets: string[] = [];
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, a path left out of the plan takes the full way (or a timeout)
     for (let i = 0; i < files.length; i++) {
       let name: { rel: string; display: string } | null;
       try {
         name = this.#lexical(root, files[i]);
+        // Stryker disable next-line BlockStatement: equivalent, a name left undefined reads as null below
       } catch {
         name = null;
       }
       displays.push(name?.display ?? null);
+      // Stryker disable next-line BlockStatement: equivalent, a path left out of the plan takes the full way
       if (name && plainDir(parentOf(name.rel))) {
         plain.push(i);
         targets.push(under(name.rel));
       }
     }
+    // Stryker disable next-line MethodExpression,LogicalOperator,StringLiteral,ArrowFunction: equivalent, more directories to check again (or none that lstats as one) only make the plan reused less
     const checked = [...plainDirs].filter(([rel, isPlain]) => isPlain && rel !== "").map(([rel]) => under(rel));
+    // Stryker disable next-line ArrayDeclaration: equivalent, a plan kept for no list is never reused
     return this.#lastStatsPlan = { root, files: [...files], displays, plain, targets, plainDirs: checked };
   }
 
