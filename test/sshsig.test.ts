@@ -895,6 +895,24 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           `alice@example.com ssh-ed25519`,
           `Invalid SSH public key: the base64 key data after "ssh-ed25519" is missing; ${PUBLIC_FIX}`,
         ],
+        // Text after an option's closing quote is no option either.
+        [`alice@example.com namespaces="a"x ${alice.text}`, `unknown option "x"; ${OPTIONS_FIX}`],
+        [`alice@example.com namespaces="a"x,cert-authority ${alice.text}`, `unknown option "x"; ${OPTIONS_FIX}`],
+        // Each field's unclosed quote is named by the field.
+        [
+          `"alice@example.com ${alice.text}`,
+          `the principals ${
+            JSON.stringify(`"alice@example.com ${alice.text}`).slice(0, 77)
+          }... has no closing quote; ${FORM_FIX}`,
+        ],
+        [
+          `alice@example.com namespaces="x" "ssh-ed25519 ${data}`,
+          `the key type ${JSON.stringify(`"ssh-ed25519 ${data}`).slice(0, 77)}... has no closing quote; ${FORM_FIX}`,
+        ],
+        [
+          `alice@example.com ssh-ed25519 "${data}`,
+          `the key ${JSON.stringify(`"${data}`)} has no closing quote; ${FORM_FIX}`,
+        ],
       ];
       for (const [bad, message] of cases) {
         const text = `# signers\n\n${signerLine("bob@example.com", "", bob)}\n${bad}\n${
