@@ -605,10 +605,10 @@ function prevOf(line: string): unknown {
   try {
     // Stryker disable next-line OptionalChaining: equivalent, null.prev throws, and the catch answers the same
     return JSON.parse(line)?.prev;
-    // Stryker disable next-line BlockStatement: equivalent, the function ends with undefined all the same
   } catch {
-    return undefined;
+    // Not JSON: no row, so no prev.
   }
+  return undefined;
 }
 
 /**
@@ -659,8 +659,8 @@ export async function readAnchor(file: string): Promise<v.InferOutput<typeof Anc
       const parsed = v.safeParse(AnchorRow, JSON.parse(decoder.decode(bytes.subarray(0, end))));
       return parsed.success ? parsed.output : undefined;
     }
-    // Stryker disable next-line BlockStatement: equivalent, the function ends with undefined all the same
   } catch {
-    return undefined;
+    // Unreadable, or a first line that is not JSON: no anchor.
   }
+  return undefined;
 }
