@@ -939,50 +939,29 @@ describe(`a root's doors in process: paths, stats, writableTarget, realDirectory
 
   it("refuses a write through a symlink, onto what is not a regular file, or to no file at all, naming why", async () => {
     const refused = (what: string) => `Path refused in root "work": ${what}`;
-    await refusal(
-      roots.writableTarget(fs, "work", "link.txt"),
-      "path_refused",
-      refused('"link.txt" is a symlink; warden never writes through one'),
-    );
-    await refusal(
-      roots.writableTarget(fs, "work", "out.txt"),
-      "path_refused",
-      refused('"out.txt" is a symlink; warden never writes through one'),
-    );
-    await refusal(roots.writableTarget(fs, "work", "dir"), "path_refused", refused('"dir" is not a regular file'));
-    await refusal(roots.writableTarget(fs, "work", "pipe"), "path_refused", refused('"pipe" is not a regular file'));
-    for (const file of ["", ".", "..", "dir/", "dir/.", "dir/.."]) {
-      await refusal(
-        roots.writableTarget(fs, "work", file),
+    const cases: [unknown, string, string][] = [
+      ["link.txt", "path_refused", refused('"link.txt" is a symlink; warden never writes through one')],
+      ["out.txt", "path_refused", refused('"out.txt" is a symlink; warden never writes through one')],
+      ["dir", "path_refused", refused('"dir" is not a regular file')],
+      ["pipe", "path_refused", refused('"pipe" is not a regular file')],
+      ...["", ".", "..", "dir/", "dir/.", "dir/.."].map((file): [string, string, string] => [
+        file,
         "path_refused",
         `Invalid path: ${JSON.stringify(file)} does not name a file`,
-      );
+      ]),
+      ["a\0b", "path_refused", 'Invalid path: "a\\u0000b" is not a path without NUL bytes'],
+      [7, "path_refused", "Invalid path: 7 is not a path without NUL bytes"],
+      [
+        "up/outside.txt",
+        "path_refused",
+        refused('"up" leads outside the root through a symlink; only files inside the root can be read'),
+      ],
+      ["../outside.txt", "path_refused", refused('".." leads outside the root; remove the `..` segments')],
+      ["missing/new.txt", "not_found", 'Not found in root "work": "missing"'],
+    ];
+    for (const [file, code, message] of cases) {
+      await refusal(roots.writableTarget(fs, "work", file as string), code, message);
     }
-    await refusal(
-      roots.writableTarget(fs, "work", "a\0b"),
-      "path_refused",
-      'Invalid path: "a\\u0000b" is not a path without NUL bytes',
-    );
-    await refusal(
-      roots.writableTarget(fs, "work", 7 as unknown as string),
-      "path_refused",
-      "Invalid path: 7 is not a path without NUL bytes",
-    );
-    await refusal(
-      roots.writableTarget(fs, "work", "up/outside.txt"),
-      "path_refused",
-      refused('"up" leads outside the root through a symlink; only files inside the root can be read'),
-    );
-    await refusal(
-      roots.writableTarget(fs, "work", "../outside.txt"),
-      "path_refused",
-      refused('".." leads outside the root; remove the `..` segments'),
-    );
-    await refusal(
-      roots.writableTarget(fs, "work", "missing/new.txt"),
-      "not_found",
-      'Not found in root "work": "missing"',
-    );
   });
 
   it("stats in process as through a tool: null, not undefined, for what is missing or refused", async () => {
