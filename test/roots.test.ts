@@ -964,6 +964,25 @@ describe(`a root's doors in process: paths, stats, writableTarget, realDirectory
     }
   });
 
+  it("lists a directory of many names sorted by UTF-16 code units, whatever order the file system gives", async () => {
+    const many = path.join(root, "many");
+    mkdirSync(many);
+    const names = [
+      ...Array.from({ length: 40 }, (_, i) => `f${String((i * 17) % 40).padStart(2, "0")}`),
+      "B",
+      "a",
+      "_x",
+      "Z9",
+      "\u00e9t\u00e9",
+      "10",
+      "9",
+    ];
+    for (const name of names) writeFileSync(path.join(many, name), "");
+    const listed = (await fs.list("work", "many")).map((entry) => entry.name);
+    assert.deepEqual(listed, [...names].sort());
+    rmSync(many, { recursive: true });
+  });
+
   it("stats in process as through a tool: null, not undefined, for what is missing or refused", async () => {
     const batch = await fs.stats("work", ["a.txt", "missing.txt", "../outside.txt", "link.txt", "out.txt", "dir/none"]);
     assert.deepEqual(batch.map((info) => info && [info.path, info.kind]), [

