@@ -688,6 +688,11 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         `dave@example.com \t namespaces="a\\"b,warden-plugin-v1"\t\t${alice.text.replace(" ", "\t")}`,
         `"eve smith"@example.com ${bob.text}`,
         `ssh-ed25519 ${carol.text}`,
+        // A quoted part at the end of a token that does not start with one; a backslash escapes a quote only, so one
+        // before a blank ends its token, and one before another character is kept, in a principal and in a value.
+        `eve@example.com,x"y z" ${bob.text}`,
+        `frank\\ ${carol.text}`,
+        `grace@example.com namespaces="warden\\-x" ${alice.text}`,
         "",
       ].join("\n");
       const signers = await parseAllowedSigners(text, "team_signers");
@@ -764,6 +769,33 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           fingerprint: carol.fingerprint,
           at: "team_signers:10",
         },
+        {
+          principals: ["eve@example.com", 'x"y z"'],
+          namespaces: null,
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: bob.fingerprint,
+          at: "team_signers:11",
+        },
+        {
+          principals: ["frank\\"],
+          namespaces: null,
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: carol.fingerprint,
+          at: "team_signers:12",
+        },
+        {
+          principals: ["grace@example.com"],
+          namespaces: ["warden\\-x"],
+          validAfter: null,
+          validBefore: null,
+          certAuthority: false,
+          fingerprint: alice.fingerprint,
+          at: "team_signers:13",
+        },
       ]);
       // What checkSigner reads cannot be changed behind its back.
       for (const signer of signers) {
@@ -837,7 +869,17 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
           `alice@example.com valid-before="20250101X" ${alice.text}`,
           `valid-before expects a timestamp, received "20250101X"; ${TIME_FIX}`,
         ],
-        ...["120250101Z", "21000229Z", "20250229Z", "20250001Z", "20251301Z", "20250100Z", "20250431Z"].map((
+        ...[
+          "120250101Z",
+          "21000229Z",
+          "20250229Z",
+          "20250001Z",
+          "20251301Z",
+          "20250100Z",
+          "20250431Z",
+          "20250631Z",
+          "20251131Z",
+        ].map((
           value,
         ): [string, string] => [
           `alice@example.com valid-after="${value}" ${alice.text}`,
@@ -897,7 +939,7 @@ describe(`sshsig and allowed_signers (${runtimeName})`, () => {
         ],
         // Text after an option's closing quote is no option either.
         [`alice@example.com namespaces="a"x ${alice.text}`, `unknown option "x"; ${OPTIONS_FIX}`],
-        [`alice@example.com namespaces="a"x,cert-authority ${alice.text}`, `unknown option "x"; ${OPTIONS_FIX}`],
+        [`alice@example.com namespaces="a"xy,cert-authority ${alice.text}`, `unknown option "xy"; ${OPTIONS_FIX}`],
         // Each field's unclosed quote is named by the field.
         [
           `"alice@example.com ${alice.text}`,
