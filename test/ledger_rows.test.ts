@@ -101,6 +101,26 @@ describe(`the ledger as it writes (${runtimeName})`, () => {
     assert.deepEqual((await verifyLedger(dir)).status, "intact");
   });
 
+  it("stamps each append with the time it was written, to the millisecond, as toISOString writes it", async () => {
+    const { ledger, rows } = await open("times");
+    const windows: [number, number][] = [];
+    // One call at a time, each its own append, across many milliseconds of the clock and at least one second's turn.
+    const until = Date.now() + 1100;
+    while (Date.now() < until || windows.length < 50) {
+      const before = Date.now();
+      assert.deepEqual(await ledger.call(finished("t")), { ok: true });
+      windows.push([before, Date.now()]);
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+    const times = rows().slice(1).map((line) => JSON.parse(line).time as string);
+    assert.equal(times.length, windows.length);
+    for (const [i, time] of times.entries()) {
+      const at = Date.parse(time);
+      assert.equal(new Date(at).toISOString(), time, "the form toISOString writes");
+      assert.ok(windows[i][0] <= at && at <= windows[i][1], `${time} within its call, ${windows[i].join("–")}`);
+    }
+  });
+
   it("closes a group once it holds GROUP_CHARS of text: the rows after it commit to all of its lines", async () => {
     const { dir, ledger, rows } = await open("groups");
     // One call at a time, settled after each as the transport does once a response is out.

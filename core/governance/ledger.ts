@@ -274,8 +274,12 @@ export class Ledger {
   #anchor: Promise<string> | undefined;
   #anchorLine: string | undefined;
   readonly #pid = platform().pid();
-  // Caches (the last arguments' hash, who calls each tool): their start values are never read as an answer, since no
-  // canonical JSON is empty.
+  // Caches (the last second's time text, the last arguments' hash, who calls each tool): their start values are never
+  // read as an answer, since no second is -1 and no canonical JSON is empty.
+  // Stryker disable next-line all: equivalent, see above
+  #second = -1;
+  // Stryker disable next-line all: equivalent, see above
+  #secondPrefix = "";
   /** The last argument text hashed, and its digest. */
   // Stryker disable next-line all: equivalent, see above
   #argsText = "";
@@ -568,9 +572,21 @@ export class Ledger {
     return heads;
   }
 
-  /** The time of a row: made once per append (its rows share it), so a plain toISOString is cheap enough. */
+  /**
+   * The time as toISOString writes it, the date and second formatted once a second: toISOString costs 0.8–1.2 µs, most
+   * of the ledger's own CPU when calls come one at a time (an append each), as an agent's do.
+   */
   #now(): string {
-    return new Date().toISOString();
+    const now = Date.now();
+    const ms = now % 1000;
+    const second = now - ms;
+    // Stryker disable next-line ConditionalExpression: equivalent, the text of the same second made again
+    if (second !== this.#second) {
+      this.#second = second;
+      this.#secondPrefix = new Date(second).toISOString().slice(0, 20);
+    }
+    // The milliseconds padded to three digits: 1000 + ms has four.
+    return this.#secondPrefix + String(1000 + ms).slice(1) + "Z";
   }
 
   #open(): AppendOnlyFile {
