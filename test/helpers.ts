@@ -340,9 +340,9 @@ export function sshKeygen(...args: string[]): string {
 }
 
 /**
- * A plugin `id` of one tool, `echo`, in `dir`: its entry and canonical (RFC 8785: keys sorted, no spaces) manifest
- * written, the manifest signed with `key`
- * in warden's plugin namespace by ssh-keygen itself. Its manifest's digest, as a lock pins it.
+ * Writes a plugin `id` of one tool, `echo`, in `dir`: its entry and its canonical (RFC 8785: keys sorted, no spaces)
+ * manifest, signed with `key` in warden's plugin namespace by ssh-keygen itself. Returns the manifest's digest, as a
+ * lock pins it.
  */
 export function writeSignedEchoPlugin(dir: string, id: string, key: string): string {
   mkdirSync(dir, { recursive: true });
