@@ -271,6 +271,12 @@ export function tempDir(prefix = "warden-test-"): { dir: string; remove: () => v
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** Makes a FIFO at `file` (coreutils' mkfifo). */
+export function mkfifo(file: string): void {
+  const made = spawnSync("mkfifo", [file]);
+  if (made.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${made.stderr}`);
+}
+
 /** Polls `check` every 20 ms until it returns true or `timeoutMs` passes; returns its last answer. */
 export async function eventually(check: () => boolean, timeoutMs = 5000): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;

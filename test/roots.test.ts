@@ -1,11 +1,10 @@
 // ctx.fs confinement: reads, lists and globs stay inside the configured roots,
 // whatever path a tool is handed. Driven through a fixture tool over MCP.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { lstatSync, mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { connect, fixtureToolsDir, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
+import { connect, fixtureToolsDir, mkfifo, runtimeName, type Session, tempDir, textOf } from "./helpers.ts";
 
 describe(`root confinement (${runtimeName})`, () => {
   let session: Session;
@@ -294,8 +293,7 @@ describe(`root confinement (${runtimeName})`, () => {
     // A symlinked directory inside the root, and one leading out (up/): the batch must take the slow way for both.
     symlinkSync(path.join(rootDir, "src", "nested"), path.join(rootDir, "src", "inner-link"));
     // A FIFO under a plain directory: the fast way's one lstat must say "other", as stat does.
-    const fifo = spawnSync("mkfifo", [path.join(rootDir, "src", "nested", "pipe")]);
-    if (fifo.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${fifo.stderr}`);
+    mkfifo(path.join(rootDir, "src", "nested", "pipe"));
     const paths = [
       "src/a.ts",
       "src/alias.ts",
@@ -815,8 +813,7 @@ describe(`the file system globby sees: confinedGlobFs alone (${runtimeName})`, (
     symlinkSync(path.join(work.dir, "outdir"), path.join(root, "linkdir"));
     symlinkSync(path.join(root, "dir"), path.join(root, "insidelink"));
     symlinkSync(path.join(work.dir, "outside.txt"), path.join(root, "dir", ".gitignore"));
-    const fifo = spawnSync("mkfifo", [path.join(root, "sub.gitignore")]);
-    if (fifo.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${fifo.stderr}`);
+    mkfifo(path.join(root, "sub.gitignore"));
     const { confinedGlobFs } = await import("../core/doors/roots.ts");
     fs = confinedGlobFs(realpathSync(root)) as unknown as typeof fs;
   });
@@ -903,8 +900,7 @@ describe(`a root's doors in process: paths, stats, writableTarget, realDirectory
     symlinkSync(path.join(root, "a.txt"), path.join(root, "link.txt"));
     symlinkSync(path.join(work.dir, "outside.txt"), path.join(root, "out.txt"));
     symlinkSync(work.dir, path.join(root, "up"));
-    const fifo = spawnSync("mkfifo", [path.join(root, "pipe")]);
-    if (fifo.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${fifo.stderr}`);
+    mkfifo(path.join(root, "pipe"));
     fs = await roots.openRoots([{ id: "work", path: root }, { id: "other", path: work.dir }]);
   });
   after(() => work.remove());

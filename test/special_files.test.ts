@@ -17,6 +17,7 @@ import {
   childEnv,
   connect,
   fixtureToolsDir,
+  mkfifo,
   onDeno,
   repoRoot,
   runtimeName,
@@ -32,11 +33,6 @@ const FINGERPRINT = "SHA256:U5TnVnq0X/MHWlo45Gyto+XsgifUYXqQEF5OjOhukTE";
 /** Well under the SDK's 60 s request timeout, well over any honest answer here. */
 const PROMPT_MS = 10_000;
 const FOUR_GIB = 4 * 1024 * 1024 * 1024;
-
-function mkfifo(file: string): void {
-  const made = spawnSync("mkfifo", [file]);
-  if (made.status !== 0) throw new Error(`mkfifo failed (coreutils is needed): ${made.stderr}`);
-}
 
 /** Unix sockets listening at the given paths; closed by the returned function. */
 async function listenAt(files: string[]): Promise<() => Promise<void>> {
