@@ -157,6 +157,67 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
       "A check that runs the repository's own code (`typescript/tsc`, `lint/eslint`, `repo/<id>`) which run_checks may run where no isolation is in force, instead of skipping it with gate ERROR; its result says it ran unisolated. Repeat the flag or separate names with `,`.",
   },
   {
+    flag: "--http",
+    env: "WARDEN_HTTP",
+    default: "off (stdio)",
+    description:
+      'Serve MCP over Streamable HTTP at `/mcp` instead of stdin/stdout (`1` in the variable): stateless, for several clients and people (README, "Shared server").',
+  },
+  {
+    flag: "--host <address>",
+    env: "WARDEN_HTTP_HOST",
+    default: "127.0.0.1",
+    description:
+      "The address the HTTP server binds. Any address but loopback needs a tokens file: warden refuses to start without one.",
+  },
+  {
+    flag: "--port <n>",
+    env: "WARDEN_HTTP_PORT",
+    default: "8790",
+    description: "The HTTP server's port (0 to 65535; 0 picks a free one, which the `listening` log line names).",
+  },
+  {
+    flag: "--tokens <file>",
+    env: "WARDEN_TOKENS",
+    default: "<user config>/tokens",
+    description:
+      "Bearer tokens for HTTP: one `sha256:<hex> <principal>` line each, the hash of a token and who uses it (`warden token add <principal>` makes one). Present, every request needs a token in it.",
+  },
+  {
+    flag: "--allowed-host <host>",
+    env: "WARDEN_ALLOWED_HOSTS",
+    default: "the bound address and, on loopback, localhost",
+    description:
+      "A `Host` header value the HTTP server answers (with or without its port); any other gets 403, against DNS rebinding. Repeat the flag or separate names with `,`.",
+  },
+  {
+    flag: "--allowed-origin <origin>",
+    env: "WARDEN_ALLOWED_ORIGINS",
+    default: "none",
+    description:
+      "A browser `Origin` (`https://app.example`) the HTTP server answers; a request with any other `Origin` gets 403 (one without `Origin`, from a program, is not a browser's). Repeat the flag or separate origins with `,`.",
+  },
+  {
+    flag: "--max-body <size>",
+    env: "WARDEN_HTTP_MAX_BODY",
+    default: "4MiB",
+    description: "Largest HTTP request body read (`512KiB`, `4MiB`; 1 KiB to 64 MiB); a larger one gets 413.",
+  },
+  {
+    flag: "--max-calls <n>",
+    env: "WARDEN_HTTP_MAX_CALLS",
+    default: "16",
+    description:
+      "HTTP requests one principal may have in flight at once (1 to 1024); one more gets 429 with `Retry-After`.",
+  },
+  {
+    flag: "--request-timeout <duration>",
+    env: "WARDEN_HTTP_REQUEST_TIMEOUT",
+    default: "the call timeout and 10s",
+    description:
+      "Longest an HTTP request may take before its calls are cancelled and it is answered with an error (1 s to 1 h).",
+  },
+  {
     flag: null,
     env: "WARDEN_TOOLS_DIR",
     default: "the built-in tools/",
@@ -175,6 +236,7 @@ export const PATH_SETTINGS = Object.freeze(
     projectDir: "--project-dir",
     ledgerDir: "--ledger",
     jobsDir: "--jobs-dir",
+    tokensFile: "--tokens",
   } as const,
 );
 export type PathSetting = keyof typeof PATH_SETTINGS;
@@ -217,6 +279,92 @@ export interface Config {
   readonly jobTimeoutMs: number;
   /** Checks run_checks may run without isolation, by name (`--allow-unisolated`). */
   readonly allowUnisolated: readonly string[];
+  /** The bearer tokens file (`--tokens`): token hashes and their principals. */
+  readonly tokensFile: string;
+  readonly http: HttpSettings;
+}
+
+/** How `warden serve --http` listens and what it accepts. */
+export interface HttpSettings {
+  /** Whether the server speaks HTTP (`--http`) instead of stdio. */
+  readonly enabled: boolean;
+  readonly host: string;
+  readonly port: number;
+  /** `Host` header values answered, lowercase, without port; empty: the defaults for the bound address. */
+  readonly allowedHosts: readonly string[];
+  /** `Origin` header values answered, lowercase, as the browser sends them (scheme, host, port). */
+  readonly allowedOrigins: readonly string[];
+  readonly maxBodyBytes: number;
+  readonly maxCallsPerPrincipal: number;
+  readonly requestTimeoutMs: number;
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  kib: 1024,
+  kb: 1024,
+  k: 1024,
+  mib: 1 << 20,
+  mb: 1 << 20,
+  m: 1 << 20,
+};
+
+/** Parses `512KiB`, `4MiB` or a number of bytes, within `[min, max]` bytes. */
+function parseSize(name: string, text: string, min: number, max: number): number {
+  const match = /^(\d+)\s*([a-z]*)$/i.exec(text.trim());
+  const unit = match ? SIZE_UNITS[match[2].toLowerCase()] : undefined;
+  const bytes = match && unit ? Number(match[1]) * unit : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < min || bytes > max) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${name}`,
+        `expected a size from 1KiB to 64MiB such as 512KiB or 4MiB, received ${received(text)}`,
+      ),
+    );
+  }
+  return bytes;
+}
+
+/** An `Origin` as browsers send it: scheme, host and port when not the scheme's default, lowercase. */
+function parseOrigin(source: string, text: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    url = undefined;
+  }
+  if (
+    !url || (url.protocol !== "http:" && url.protocol !== "https:") ||
+    url.origin !== text.replace(/\/$/, "").toLowerCase()
+  ) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${source}`,
+        `expected an origin: a scheme, a host and a port if not the default, with no path, received ${received(text)}`,
+        "for example --allowed-origin https://app.example.com",
+      ),
+    );
+  }
+  return url.origin;
+}
+
+/** A `Host` value without its port, lowercase; brackets kept off an IPv6 address. */
+function parseHostName(source: string, text: string): string {
+  const name = text.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  if (!/^(?:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$|^[0-9a-f:.]+$/.test(name)) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${source}`,
+        `expected a host name or an address without a port, received ${received(text)}`,
+        "for example --allowed-host warden.internal",
+      ),
+    );
+  }
+  return name;
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -328,8 +476,16 @@ const VALUE_FLAGS = [
   "--job-retention",
   "--job-timeout",
   "--allow-unisolated",
+  "--host",
+  "--port",
+  "--tokens",
+  "--allowed-host",
+  "--allowed-origin",
+  "--max-body",
+  "--max-calls",
+  "--request-timeout",
 ];
-const BOOLEAN_FLAGS = ["--strict-plugins"];
+const BOOLEAN_FLAGS = ["--strict-plugins", "--http"];
 
 /**
  * Takes the shared settings out of `argv` (flags win over the environment)
@@ -479,6 +635,45 @@ export function parseConfig(
     ? parseCheckNames("WARDEN_ALLOW_UNISOLATED", [unisolatedVar])
     : Object.freeze([]);
 
+  const list = (flag: string, variable: string) =>
+    (flags.get(flag) ?? [env(variable) ?? ""]).flatMap((value) => value.split(",")).map((v) => v.trim()).filter((v) =>
+      v !== ""
+    );
+  const httpFlag = setting("--http", "WARDEN_HTTP");
+  if (httpFlag && !["1", "0", "true", "false"].includes(httpFlag[1])) {
+    throw new WardenError(
+      "config_invalid",
+      problem(`Invalid ${httpFlag[0]}`, `expected 1 or 0, received ${received(httpFlag[1])}`),
+    );
+  }
+  const hostSetting = setting("--host", "WARDEN_HTTP_HOST");
+  const requestTimeout = setting("--request-timeout", "WARDEN_HTTP_REQUEST_TIMEOUT");
+  const maxBody = setting("--max-body", "WARDEN_HTTP_MAX_BODY");
+  const http: HttpSettings = Object.freeze({
+    enabled: httpFlag !== undefined && (httpFlag[1] === "1" || httpFlag[1] === "true"),
+    host: hostSetting ? parseHostName(hostSetting[0], hostSetting[1]) : "127.0.0.1",
+    port: count("--port", "WARDEN_HTTP_PORT", 8790, 0, 65535),
+    allowedHosts: Object.freeze(
+      list("--allowed-host", "WARDEN_ALLOWED_HOSTS").map((h) =>
+        parseHostName(flags.has("--allowed-host") ? "--allowed-host" : "WARDEN_ALLOWED_HOSTS", h)
+      ),
+    ),
+    allowedOrigins: Object.freeze(
+      list("--allowed-origin", "WARDEN_ALLOWED_ORIGINS").map((o) =>
+        parseOrigin(flags.has("--allowed-origin") ? "--allowed-origin" : "WARDEN_ALLOWED_ORIGINS", o)
+      ),
+    ),
+    maxBodyBytes: maxBody ? parseSize(maxBody[0], maxBody[1], 1024, 64 << 20) : 4 << 20,
+    maxCallsPerPrincipal: count("--max-calls", "WARDEN_HTTP_MAX_CALLS", 16, 1, 1024),
+    requestTimeoutMs: requestTimeout
+      ? parseDuration(requestTimeout[0], requestTimeout[1], {
+        min: 1000,
+        max: MAX_TIMEOUT_MS,
+        words: "from 1s to 60m such as 90s or 5m",
+      })
+      : callTimeoutMs + 10_000,
+  });
+
   const paths = {
     pluginsDir: file("pluginsDir", "WARDEN_PLUGINS_DIR", "user config", dirs.config, "plugins"),
     allowedSignersFile: file(
@@ -493,6 +688,7 @@ export function parseConfig(
     projectDir: file("projectDir", "WARDEN_PROJECT_DIR", "project", roots[0].path, ".warden"),
     ledgerDir: file("ledgerDir", "WARDEN_LEDGER", "user state", dirs.state, "ledger"),
     jobsDir: file("jobsDir", "WARDEN_JOBS_DIR", "user state", dirs.state, "jobs"),
+    tokensFile: file("tokensFile", "WARDEN_TOKENS", "user config", dirs.config, "tokens"),
     acceptedProjectsFile: typeof dirs.state === "string" ? path.join(dirs.state, "accepted_projects.json") : dirs.state,
   };
   const config = {
@@ -515,6 +711,7 @@ export function parseConfig(
       })
       : 600_000,
     allowUnisolated,
+    http,
   };
   // A default under an unknown user directory throws when read, not now: a command that never uses it runs.
   for (const [key, value] of Object.entries(paths)) {

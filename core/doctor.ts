@@ -102,6 +102,7 @@ async function settingCheck(input: DoctorInput, key: PathSetting): Promise<Docto
       allowedSignersFile: "absent: no key is trusted",
       revokedKeysFile: "absent: no key is revoked",
       lockFile: "absent: nothing is pinned",
+      tokensFile: "absent: no bearer token, so serve --http answers on loopback only, without one",
     };
     // A directory a flag or a variable names must be there: nothing loads from it otherwise.
     const named = key === "pluginsDir" && config.pluginsDirFrom !== null;

@@ -44,6 +44,12 @@ const HELP = `warden ${pkg.version}: a sealed MCP tool host
 
 Usage:
   warden [serve]                    run the MCP server on stdin/stdout
+  warden serve --http [--host <address>] [--port <n>]
+                                    run it over Streamable HTTP at /mcp, for
+                                    several clients (README, "Shared server")
+  warden token <add|list|remove> [<principal>]
+                                    bearer tokens for HTTP: make one (printed
+                                    once), list them, remove a principal's
   warden tools [--json]             list the tools: name, risk class, summary
   warden call <tool> [--arg key=value]... [--args <json>] [--json]
                                     run one tool and print its result
@@ -76,6 +82,7 @@ ${SETTINGS.map((s) => `  ${(s.flag ?? "").padEnd(28)} ${(s.env ?? "").padEnd(20)
 
 const SHELL_COMMANDS = [
   "tools",
+  "token",
   "call",
   "catalog",
   "command",
@@ -159,6 +166,7 @@ const DEFAULT_NAMES: Readonly<Record<PathSetting, string>> = Object.freeze({
   projectDir: ".warden",
   ledgerDir: "ledger",
   jobsDir: "jobs",
+  tokensFile: "tokens",
 });
 
 function hostFacts(
@@ -259,6 +267,10 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "init") {
     const { initCommand } = await import("./init.ts");
     return await initCommand(pkg, platform().cwd(), args);
+  }
+  if (command === "token") {
+    const { tokenCommand } = await import("./transport/tokens.ts");
+    return await tokenCommand(config.tokensFile, args);
   }
   if (command === "ledger") {
     const { ledgerCommand } = await import("./governance/ledger_command.ts");
@@ -432,7 +444,12 @@ async function main(argv: readonly string[]): Promise<number> {
       // After the jobs answer: old reports go while the server serves.
       queue.tidy().catch((error) => log("warn", "jobs_tidy_failed", { error: messageOf(error) }));
     };
-    await serve({
+    // Read once, as the catalog is: a token added later takes a restart.
+    const http = config.http.enabled
+      ? { settings: config.http, tokens: await (await import("./transport/tokens.ts")).readTokens(config.tokensFile) }
+      : undefined;
+    const served = await serve({
+      http,
       name: SERVER_NAME,
       version: pkg.version,
       catalog,
@@ -459,7 +476,11 @@ async function main(argv: readonly string[]): Promise<number> {
       // Jobs still running are stopped (their process groups killed) and kept as interrupted before the seal.
       jobs: jobHost,
       shutdown: () =>
-        (jobs?.stop("the server stopped (its client closed its input)") ?? Promise.resolve()).catch(() => {})
+        (jobs?.stop(
+          config.http.enabled
+            ? "the server stopped (SIGTERM or SIGINT)"
+            : "the server stopped (its client closed its input)",
+        ) ?? Promise.resolve()).catch(() => {})
           .then(() => ledger.seal()).finally(() => checked.stop()),
     });
     answering = true;
@@ -479,10 +500,16 @@ async function main(argv: readonly string[]): Promise<number> {
       confinement: { inForce: confinement.state.inForce, open: confinement.state.open },
       // Checks that may run the repository's code without isolation: the operator's choice, said where they look.
       allowUnisolated: config.allowUnisolated,
-      register: {
-        claudeCode: claudeCodeCommand(registered),
-        mcpJson: { mcpServers: { warden: mcpServerEntry(registered) } },
-      },
+      // Over HTTP an agent registers the URL (README, "Shared server"); a token goes in a header.
+      register: served.url !== null
+        ? {
+          claudeCode: `claude mcp add --transport http warden ${served.url}`,
+          mcpJson: { mcpServers: { warden: { type: "http", url: served.url } } },
+        }
+        : {
+          claudeCode: claudeCodeCommand(registered),
+          mcpJson: { mcpServers: { warden: mcpServerEntry(registered) } },
+        },
     });
     return -1;
   }

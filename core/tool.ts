@@ -79,7 +79,7 @@ export interface HostFacts {
   readonly name: string;
   readonly version: string;
   readonly runtime: { readonly name: string; readonly version: string };
-  readonly transport: "stdio" | "cli";
+  readonly transport: "stdio" | "http" | "cli";
   /** The protocol version agreed at initialize; null outside an MCP session. */
   readonly protocolVersion: string | null;
   readonly catalogDigest: string;

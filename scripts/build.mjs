@@ -304,6 +304,26 @@ await build({
   banner: { js: '// @ts-self-types="./mcp-sdk.d.ts"' },
   logLevel: "warning",
 });
+// The HTTP transport, apart: a stdio server never loads it (it brings its own copy of the SDK's message schemas).
+await build({
+  absWorkingDir: root,
+  entryPoints: ["@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"],
+  outfile: "dist/vendor/mcp-sdk-http.js",
+  plugins: [withoutAjv],
+  bundle: true,
+  format: "esm",
+  platform: "neutral",
+  mainFields: ["module", "main"],
+  target: "es2022",
+  minify: !process.env.WARDEN_NO_MINIFY,
+  legalComments: "external",
+  banner: { js: '// @ts-self-types="./mcp-sdk-http.d.ts"' },
+  logLevel: "warning",
+});
+await writeFile(
+  new URL("../dist/vendor/mcp-sdk-http.d.ts", import.meta.url),
+  'export { WebStandardStreamableHTTPServerTransport } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/server/webStandardStreamableHttp.d.ts";\n',
+);
 await writeFile(
   new URL("../dist/vendor/mcp-sdk.d.ts", import.meta.url),
   [

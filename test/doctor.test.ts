@@ -168,7 +168,7 @@ describe(`host_context's settings (${runtimeName})`, () => {
       assert.deepEqual(settings["--project-dir"], { file: "<root default>/.warden", from: "project" });
       const text = (result.content as { text: string }[])[0].text;
       assert.ok(!text.includes(TEST_XDG.config) && !text.includes(repoRoot), "no host path");
-      assert.equal(Object.keys(settings).length, 7);
+      assert.equal(Object.keys(settings).length, 8);
     } finally {
       await session.close();
     }

@@ -12,6 +12,7 @@ import type {
   RegularFileRead,
   SpawnOptions,
 } from "./types.ts";
+import type { HttpListener, HttpListenOptions } from "./types.ts";
 
 /** The subset of the Deno namespace warden uses, typed here so the file checks under node's types too. */
 interface DenoFileInfo {
@@ -93,6 +94,18 @@ interface DenoNamespace {
   };
   kill(pid: number, signal: string): void;
   unrefTimer(id: number): void;
+  serve(
+    options: {
+      hostname: string;
+      port: number;
+      onListen(address: { port: number }): void;
+      onError(error: unknown): Response;
+    },
+    handler: (
+      request: Request,
+      info: { remoteAddr: { hostname: string }; completed: Promise<void> },
+    ) => Promise<Response>,
+  ): { shutdown(): Promise<void> };
 }
 
 const Deno = (globalThis as unknown as { Deno: DenoNamespace }).Deno;
@@ -379,6 +392,41 @@ export function denoPlatform(): Platform {
     onInterrupt(handler: () => void) {
       Deno.addSignalListener("SIGINT", handler);
       return () => Deno.removeSignalListener("SIGINT", handler);
+    },
+    onTerminate(handler: () => void) {
+      Deno.addSignalListener("SIGTERM", handler);
+      return () => Deno.removeSignalListener("SIGTERM", handler);
+    },
+    listenHttp({ hostname, port, handler }: HttpListenOptions): Promise<HttpListener> {
+      // Deno.serve, not node:http through deno's node layer: the runtime's own server is its fast path.
+      return new Promise((resolve, reject) => {
+        try {
+          const server = Deno.serve({
+            hostname,
+            port,
+            // Without it deno prints "Listening on" to stdout, which is the protocol's channel on stdio.
+            onListen: (address) => resolve({ port: address.port, close: () => server.shutdown() }),
+            onError: () => new Response("Internal Server Error", { status: 500 }),
+          }, async (request, info) => {
+            // Deno's request.signal also aborts once a response is delivered, and says so on stderr when someone
+            // listens then: it is heard only until the handler answers, and info.completed tells of a client gone
+            // while the answer streams. The handler's signal aborts only when the client went away first.
+            const gone = new AbortController();
+            const abort = () => gone.abort();
+            request.signal.addEventListener("abort", abort);
+            info.completed.catch(abort);
+            try {
+              return await handler(new Request(request, { signal: gone.signal }), {
+                remoteAddress: info.remoteAddr.hostname,
+              });
+            } finally {
+              request.signal.removeEventListener("abort", abort);
+            }
+          });
+        } catch (error) {
+          reject(error);
+        }
+      });
     },
     exit: (code: number): never => Deno.exit(code),
     setExitCode(code: number) {

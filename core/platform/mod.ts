@@ -39,6 +39,9 @@ export const DENO_RUN_FLAGS: readonly string[] = Object.freeze([
   "--allow-run",
   "--allow-write",
   "--allow-net",
+  // Deno.serve's request.signal then aborts only when the client goes away, not also after every answer (deno's
+  // coming default; without it deno warns on stderr once). The HTTP transport cancels calls on that signal.
+  "--unstable-no-legacy-abort",
   // Deno's default young generation is large: 8 MB semi-spaces cut a 3,200-file code graph's peak memory by a
   // fifth in the same time; 4 MB saved little more but slowed warm queries (scripts/bench/README.md).
   "--v8-flags=--max-semi-space-size=8",

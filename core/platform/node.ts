@@ -33,6 +33,7 @@ import type {
   SpawnOptions,
 } from "./types.ts";
 import { DENO_MISSING_FIX } from "./types.ts";
+import type { HttpListener, HttpListenOptions } from "./types.ts";
 
 // Loaded on first use, not at startup: node:child_process for the first program or plugin child, node:dns/promises
 // for the first fetch. A server that runs neither never pays for them (scripts/bench/README.md).
@@ -325,6 +326,11 @@ export function nodePlatform(): Platform {
       process.on("SIGINT", handler);
       return () => void process.off("SIGINT", handler);
     },
+    onTerminate(handler: () => void) {
+      process.on("SIGTERM", handler);
+      return () => void process.off("SIGTERM", handler);
+    },
+    listenHttp: (options: HttpListenOptions) => listenHttp(options),
     exit(code: number): never {
       process.exit(code);
     },
@@ -451,4 +457,82 @@ export function nodePlatform(): Platform {
       (timer as { unref?: () => void } | null)?.unref?.();
     },
   });
+}
+
+/**
+ * node:http behind web-standard Request and Response, as Deno.serve gives them: the request's body streams in (the
+ * handler bounds what it reads), the response's body streams out as it is produced (an SSE stream's events as they
+ * come), and the request's signal aborts when its client goes away first.
+ */
+async function listenHttp({ hostname, port, handler }: HttpListenOptions): Promise<HttpListener> {
+  const [{ createServer }, { Readable }] = await Promise.all([import("node:http"), import("node:stream")]);
+  const server = createServer((req, res) => {
+    const gone = new AbortController();
+    res.on("close", () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    const headers = new Headers();
+    for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+    let request: Request;
+    try {
+      // The URL's origin is the address bound, never the Host header, which the handler checks as the client sent it.
+      const url = new URL(req.url ?? "/", `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${bound}`);
+      const withBody = req.method !== "GET" && req.method !== "HEAD";
+      request = new Request(url, {
+        method: req.method,
+        headers,
+        // node's Readable.toWeb gives node:stream/web's ReadableStream, the same class as the global one.
+        body: withBody ? Readable.toWeb(req) as unknown as ReadableStream<Uint8Array> : undefined,
+        signal: gone.signal,
+        // Required by node's fetch for a streamed body; not in the DOM's RequestInit type.
+        ...({ duplex: "half" } as Record<string, string>),
+      });
+    } catch {
+      res.writeHead(400, { "content-type": "text/plain" }).end("Bad Request: the request's target is not a URL path");
+      return;
+    }
+    handler(request, { remoteAddress: req.socket.remoteAddress ?? "" }).then(async (response) => {
+      const head: Record<string, string | string[]> = {};
+      response.headers.forEach((value, name) => {
+        head[name] = name === "set-cookie" ? response.headers.getSetCookie() : value;
+      });
+      res.writeHead(response.status, head);
+      if (!response.body) return void res.end();
+      const reader = response.body.getReader();
+      gone.signal.addEventListener("abort", () => void reader.cancel().catch(() => {}));
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        // An SSE event goes out at once; a slow client's backlog is bounded by waiting for it to drain.
+        if (!res.write(value)) {
+          await new Promise<void>((resolve) => {
+            res.once("drain", resolve);
+            res.once("close", resolve);
+          });
+        }
+      }
+      res.end();
+    }).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, hostname, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  const bound = typeof address === "object" && address !== null ? address.port : port;
+  return {
+    port: bound,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Keep-alive connections with no request in flight would hold close() open until their timeout.
+        server.closeIdleConnections();
+      }),
+  };
 }

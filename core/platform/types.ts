@@ -151,6 +151,26 @@ export interface ChildProcessHandle {
   unref(): void;
 }
 
+/** What an HTTP request's handler learns beside the request. */
+export interface HttpRequestInfo {
+  /** The peer's address as text (`127.0.0.1`, `::1`). */
+  readonly remoteAddress: string;
+}
+
+export interface HttpListenOptions {
+  readonly hostname: string;
+  readonly port: number;
+  /** The request's signal aborts when its client goes away before the answer is sent. */
+  readonly handler: (request: Request, info: HttpRequestInfo) => Promise<Response>;
+}
+
+export interface HttpListener {
+  /** The port bound (the one asked for, or the one chosen for 0). */
+  readonly port: number;
+  /** Stops accepting connections; resolves once the connections already open have closed. */
+  close(): Promise<void>;
+}
+
 /** Process, stdio and files, as one runtime provides them. */
 export interface Platform {
   readonly runtime: RuntimeInfo;
@@ -174,6 +194,13 @@ export interface Platform {
   readStdin(onChunk: (chunk: Uint8Array) => void, onEnd: () => void): void;
   /** Calls `handler` on SIGINT; returns the function that removes it. */
   onInterrupt(handler: () => void): () => void;
+  /** Calls `handler` on SIGTERM (how a service manager or a container stops a server); returns its remover. */
+  onTerminate(handler: () => void): () => void;
+  /**
+   * Listens for HTTP on `hostname`:`port` (0: any free port) and answers each request with `handler`, as web-standard
+   * Request and Response on both runtimes. Resolves once listening; rejects when the address cannot be bound.
+   */
+  listenHttp(options: HttpListenOptions): Promise<HttpListener>;
   exit(code: number): never;
   /** The code the process ends with once it runs out of work. */
   setExitCode(code: number): void;

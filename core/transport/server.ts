@@ -1,4 +1,4 @@
-// The MCP server over stdio. This is the only module that imports
+// The MCP server, over stdio or Streamable HTTP. This is the only module that imports
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { ErrorCode, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
@@ -19,6 +19,8 @@ import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.
 import type { JobHost } from "../jobs/tools.ts";
 import { decide } from "../governance/policy.ts";
 import { WardenError } from "../errors.ts";
+import type { HttpSettings } from "../config.ts";
+import type { TokenEntry } from "./tokens.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {
@@ -44,6 +46,8 @@ export interface ServeOptions {
   readonly shutdown: () => Promise<void>;
   /** The job queue, when a tool is served as a job: its tools are also MCP tasks. */
   readonly jobs?: JobHost;
+  /** Serve over Streamable HTTP with these settings and tokens, instead of stdio. */
+  readonly http?: { readonly settings: HttpSettings; readonly tokens: readonly TokenEntry[] };
 }
 
 type Params = Record<string, unknown> | undefined;
@@ -169,30 +173,35 @@ function schemaRefusal(message: unknown, issues: readonly SchemaIssue[]): { code
     : { code: ErrorCode.InvalidParams, message: problem("Invalid params", detail + more) };
 }
 
-/**
- * Serves the catalog over stdin/stdout until stdin closes, then exits the
- * process. Resolves once the server is listening.
- */
-export async function serve(options: ServeOptions): Promise<void> {
-  const { catalog } = options;
-  let protocolVersion: string | null = null;
-  let clientLogLevel = CLIENT_LOG_LEVELS.indexOf("info");
+/** What one client's requests share: over stdio the whole process, over HTTP one request. */
+interface Connection {
+  readonly host: HostFacts;
+  /** The policy with this connection's principal (over HTTP, the token's). */
+  readonly policy: Policy;
+  /** The least severe notifications/message level sent, as its index in CLIENT_LOG_LEVELS. */
+  logLevel: number;
+  /** The tools/call requests that came task-augmented, by id (see takeTask). */
+  readonly asTask: Set<string>;
+}
 
-  const facts = options.host;
-  const host: HostFacts = Object.freeze({
-    ...facts,
-    transport: "stdio" as const,
-    get protocolVersion() {
-      return protocolVersion;
-    },
-    // Read when asked, not copied: they are filled in after initialize (options.deferred).
-    get catalogDigest() {
-      return facts.catalogDigest;
-    },
-    get extensions() {
-      return facts.extensions;
-    },
-  });
+const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
+
+/**
+ * What the SDK refuses in a task-augmented request it has no task store for (-32603): it never sees params.task. A
+ * tools/call that carried one is noted for the handler, which makes it a job when the tool is one; anything else is
+ * processed normally, as MCP asks of a receiver that does not take it as a task.
+ */
+function takeTask(message: JsonRpcMessage, connection: Connection, jobs: boolean): JsonRpcMessage {
+  const params = message.params as Params;
+  if (params?.task === undefined || !isId(message.id)) return message;
+  const { task: _task, ...rest } = params;
+  if (jobs && message.method === "tools/call") connection.asTask.add(keyOfId(message.id));
+  return { ...message, params: rest };
+}
+
+/** The protocol's side of serving, the same over either transport: one SDK Server per connection. */
+function protocolOf(options: ServeOptions) {
+  const { catalog } = options;
   // Started once; null once done, so that a call pays nothing for it after.
   let pending: Promise<void> | null = null;
   let startDeferred = options.deferred
@@ -203,42 +212,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       pending.catch(() => {}); // its failure ends the process (core/main.ts)
     }
     : undefined;
-  // Not setTimeout: deno 2.9 loads its node:timers layer at a process's first setTimeout (~10 ms of CPU), which
-  // would come before the initialize answer; AbortSignal.timeout does not (scripts/bench/README.md, start-up).
-  if (startDeferred) AbortSignal.timeout(DEFERRED_START_MS).addEventListener("abort", () => startDeferred?.());
-
-  const server = new Server(
-    { name: options.name, version: options.version },
-    {
-      capabilities: {
-        tools: { listChanged: false },
-        logging: {},
-        // A tool served as a job may also be called as a task (MCP 2025-11-25), backed by the same job store.
-        ...(options.jobs ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
-        // The jobs' report directories (their result and their programs' logs), read-only and fenced.
-        ...(options.jobs ? { resources: {} } : {}),
-      },
-      // Used only to check elicitation replies, which warden never requests;
-      // passing one keeps the SDK from building Ajv (and the build drops Ajv).
-      jsonSchemaValidator: {
-        getValidator() {
-          throw new Error("warden does not elicit input");
-        },
-      },
-    },
-  );
-
   const listResult = new SerializedResult(JSON.stringify(catalog.listResult));
-  /** What every call gets, besides its own signal, progress and log. */
-  const callOptions = {
-    policy: options.policy,
-    ledger: options.ledger,
-    fs: options.fs,
-    host,
-    timeoutMs: options.callTimeoutMs,
-    spawner: options.spawner,
-    manifests: options.manifests,
-  };
   /**
    * The job host, once the jobs of earlier processes are read (by the deferred start-up work, which tools/call waits
    * for too); `method` is not found where no tool runs as a job.
@@ -249,168 +223,264 @@ export async function serve(options: ServeOptions): Promise<void> {
     if (!options.jobs) throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method} (${why})`);
     return options.jobs;
   };
-  /** The tools/call requests that came task-augmented, by id (see checkEveryRequest). */
-  const asTask = new Set<string>();
-  const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
-  // tools/* and logging/setLevel are answered here, with warden's own
-  // validation, instead of the SDK's per-request zod parsing of requests and results.
-  server.removeRequestHandler("logging/setLevel");
-  server.fallbackRequestHandler = async (request, extra) => {
-    const params = request.params as Params;
-    switch (request.method) {
-      case "tools/list": {
-        if (params?.cursor !== undefined) {
-          throw invalidParams(
-            `Invalid cursor ${JSON.stringify(params.cursor)}: the catalog has one page; omit the cursor`,
-          );
-        }
-        return listResult as unknown as Record<string, unknown>;
-      }
-      case "tools/call": {
-        startDeferred?.();
-        if (pending) await pending;
-        const name = params?.name;
-        if (typeof name !== "string") {
-          throw invalidParams("Invalid tools/call: params.name must be the tool name as a string");
-        }
-        const tool = catalog.tools.get(name);
-        if (!tool) {
-          throw invalidParams(
-            refusedToolProblem(name, host.extensions) ??
-              `Unknown tool ${JSON.stringify(name)}: call tools/list for the tools this server has`,
-          );
-        }
-        const args = params?.arguments;
-        if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) {
-          throw invalidParams(
-            `Invalid tools/call: params.arguments must be an object, received ${JSON.stringify(args)}`,
-          );
-        }
-        // A task-augmented call of a job tool becomes a job. One the tool or the policy refuses is refused as a
-        // JSON-RPC error with the words of the plain call's refusal (recorded in the ledger as that call would be):
-        // a client that asked for a task reads a task, or an error.
-        // The job starts as `<name>_start` starts it (its arguments, the policy and the tool's own precheck: a request
-        // that cannot run is refused now), governed and recorded as that call.
-        const taskAugmented = asTask.delete(keyOfId(extra.requestId)) && tool.job === true && options.jobs;
-        if (taskAugmented) {
-          const starter = catalog.tools.get(`${name}_start`);
-          const ready = !decide(options.policy, tool) && tool.validateInput(args ?? {}).ok && starter !== undefined;
-          const answer = await governedCall(ready ? starter : tool, args, callOptions);
-          const jobId = (answer.structuredContent as { jobId?: unknown } | undefined)?.jobId;
-          if (ready && !answer.isError && typeof jobId === "string") {
-            return { task: await taskCall(() => Promise.resolve(taskAugmented.task(jobId))) };
-          }
-          throw invalidParams(answer.content.map((part) => part.text).join("\n"));
-        }
-        const progressToken = (params?._meta as Params)?.progressToken;
-        const validToken = typeof progressToken === "string" || typeof progressToken === "number";
-        const result = await governedCall(tool, args, {
-          ...callOptions,
-          signal: extra.signal,
-          sendProgress: validToken
-            ? (progress, total, message) =>
-              extra.sendNotification({
-                method: "notifications/progress",
-                params: {
-                  progressToken,
-                  progress,
-                  ...(total !== undefined && { total }),
-                  ...(message !== undefined && { message }),
-                },
-              })
-            : undefined,
-          sendLog: (level, data) => {
-            if (CLIENT_LOG_LEVELS.indexOf(level) < clientLogLevel) return;
-            void extra.sendNotification({ method: "notifications/message", params: { level, logger: name, data } })
-              .catch(() => {});
-          },
-        });
-        if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
-        const json = resultJson(result);
-        // The SDK hands the handler's value to the transport's send untouched.
-        return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
-      }
-      case "tasks/get":
-      case "tasks/result":
-      case "tasks/list":
-      case "tasks/cancel": {
-        const jobs = await jobsFor(request.method, "no tool runs as a task here");
-        if (request.method === "tasks/list") {
-          if (params?.cursor !== undefined) {
-            throw invalidParams(
-              `Invalid cursor ${JSON.stringify(params.cursor)}: the task list has one page; omit the cursor`,
-            );
-          }
-          return { tasks: jobs.tasks() };
-        }
-        const taskId = params?.taskId;
-        if (typeof taskId !== "string") {
-          throw invalidParams(`Invalid ${request.method}: params.taskId must be the task id as a string`);
-        }
-        if (request.method === "tasks/get") return { ...await taskCall(() => Promise.resolve(jobs.task(taskId))) };
-        if (request.method === "tasks/cancel") {
-          return { ...await taskCall(() => Promise.resolve(jobs.cancelTask(taskId))) };
-        }
-        const result = await taskCall(() => jobs.taskResult(taskId));
-        const meta = (result._meta ?? {}) as Record<string, unknown>;
-        return { ...result, _meta: { ...meta, "io.modelcontextprotocol/related-task": { taskId } } };
-      }
-      case "resources/list":
-      case "resources/templates/list":
-      case "resources/read": {
-        const jobs = await jobsFor(request.method, "no tool runs as a job here");
-        if (request.method === "resources/read") {
-          try {
-            return { contents: [await jobs.readResource(params?.uri)] };
-          } catch (error) {
-            if (!(error instanceof WardenError)) throw error;
-            // A URI that names no report file is the request's fault; one that is not there has MCP's own code; a
-            // report that cannot be read is the server's.
-            if (error.code === "invalid_arguments" || error.code === "path_refused") throw invalidParams(error.message);
-            throw new McpError(
-              error.code === "not_found" ? RESOURCE_NOT_FOUND : ErrorCode.InternalError,
-              error.message,
-            );
-          }
-        }
-        if (params?.cursor !== undefined) {
-          throw invalidParams(
-            `Invalid cursor ${JSON.stringify(params.cursor)}: the resource list has one page; omit the cursor`,
-          );
-        }
-        if (request.method === "resources/templates/list") return { resourceTemplates: jobs.resourceTemplates() };
-        return { resources: await jobs.resources() };
-      }
-      case "logging/setLevel": {
-        const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);
-        if (level === -1) {
-          throw invalidParams(
-            `Invalid log level ${JSON.stringify(params?.level)}: expected one of ${CLIENT_LOG_LEVELS.join(", ")}`,
-          );
-        }
-        clientLogLevel = level;
-        return {};
-      }
-      default:
-        throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
-    }
+  /** Host facts for one connection: its transport and the protocol version it agreed. */
+  const hostFor = (transport: HostFacts["transport"], protocolVersion: () => string | null): HostFacts => {
+    const facts = options.host;
+    return Object.freeze({
+      ...facts,
+      transport,
+      get protocolVersion() {
+        return protocolVersion();
+      },
+      // Read when asked, not copied: they are filled in after initialize (options.deferred).
+      get catalogDigest() {
+        return facts.catalogDigest;
+      },
+      get extensions() {
+        return facts.extensions;
+      },
+    });
   };
 
-  // The SDK parses the requests it answers itself (initialize, ping) and
-  // answers a bad one with -32603 and a dump of zod issues: name the field, with -32602.
-  const { handlers, running, cancelled } = sdkInternals(server);
-  for (const [method, handler] of handlers) {
-    handlers.set(method, async (request, extra) => {
-      try {
-        return await handler(request, extra);
-      } catch (error) {
-        const issues = schemaIssues(error);
-        if (!issues) throw error;
-        const refusal = schemaRefusal(request, issues);
-        throw new McpError(refusal.code, refusal.message);
+  /** An SDK Server answering as warden: its tools, tasks, resources and logging, with warden's own validation. */
+  const serverFor = (connection: Connection): Server => {
+    const { host } = connection;
+    const server = new Server(
+      { name: options.name, version: options.version },
+      {
+        capabilities: {
+          tools: { listChanged: false },
+          logging: {},
+          // A tool served as a job may also be called as a task (MCP 2025-11-25), backed by the same job store.
+          ...(options.jobs ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+          // The jobs' report directories (their result and their programs' logs), read-only and fenced.
+          ...(options.jobs ? { resources: {} } : {}),
+        },
+        // Used only to check elicitation replies, which warden never requests;
+        // passing one keeps the SDK from building Ajv (and the build drops Ajv).
+        jsonSchemaValidator: {
+          getValidator() {
+            throw new Error("warden does not elicit input");
+          },
+        },
+      },
+    );
+    /** What every call gets, besides its own signal, progress and log. */
+    const callOptions = {
+      policy: connection.policy,
+      ledger: options.ledger,
+      fs: options.fs,
+      host,
+      timeoutMs: options.callTimeoutMs,
+      spawner: options.spawner,
+      manifests: options.manifests,
+    };
+    // tools/* and logging/setLevel are answered here, with warden's own
+    // validation, instead of the SDK's per-request zod parsing of requests and results.
+    server.removeRequestHandler("logging/setLevel");
+    server.fallbackRequestHandler = async (request, extra) => {
+      const params = request.params as Params;
+      switch (request.method) {
+        case "tools/list": {
+          if (params?.cursor !== undefined) {
+            throw invalidParams(
+              `Invalid cursor ${JSON.stringify(params.cursor)}: the catalog has one page; omit the cursor`,
+            );
+          }
+          return listResult as unknown as Record<string, unknown>;
+        }
+        case "tools/call": {
+          startDeferred?.();
+          if (pending) await pending;
+          const name = params?.name;
+          if (typeof name !== "string") {
+            throw invalidParams("Invalid tools/call: params.name must be the tool name as a string");
+          }
+          const tool = catalog.tools.get(name);
+          if (!tool) {
+            throw invalidParams(
+              refusedToolProblem(name, host.extensions) ??
+                `Unknown tool ${JSON.stringify(name)}: call tools/list for the tools this server has`,
+            );
+          }
+          const args = params?.arguments;
+          if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) {
+            throw invalidParams(
+              `Invalid tools/call: params.arguments must be an object, received ${JSON.stringify(args)}`,
+            );
+          }
+          // A task-augmented call of a job tool becomes a job. One the tool or the policy refuses is refused as a
+          // JSON-RPC error with the words of the plain call's refusal (recorded in the ledger as that call would be):
+          // a client that asked for a task reads a task, or an error.
+          // The job starts as `<name>_start` starts it (its arguments, the policy and the tool's own precheck: a
+          // request that cannot run is refused now), governed and recorded as that call.
+          const taskAugmented = connection.asTask.delete(keyOfId(extra.requestId)) && tool.job === true &&
+            options.jobs;
+          if (taskAugmented) {
+            const starter = catalog.tools.get(`${name}_start`);
+            const ready = !decide(connection.policy, tool) && tool.validateInput(args ?? {}).ok &&
+              starter !== undefined;
+            const answer = await governedCall(ready ? starter : tool, args, callOptions);
+            const jobId = (answer.structuredContent as { jobId?: unknown } | undefined)?.jobId;
+            if (ready && !answer.isError && typeof jobId === "string") {
+              return { task: await taskCall(() => Promise.resolve(taskAugmented.task(jobId))) };
+            }
+            throw invalidParams(answer.content.map((part) => part.text).join("\n"));
+          }
+          const progressToken = (params?._meta as Params)?.progressToken;
+          const validToken = typeof progressToken === "string" || typeof progressToken === "number";
+          const result = await governedCall(tool, args, {
+            ...callOptions,
+            signal: extra.signal,
+            sendProgress: validToken
+              ? (progress, total, message) =>
+                extra.sendNotification({
+                  method: "notifications/progress",
+                  params: {
+                    progressToken,
+                    progress,
+                    ...(total !== undefined && { total }),
+                    ...(message !== undefined && { message }),
+                  },
+                })
+              : undefined,
+            sendLog: (level, data) => {
+              if (CLIENT_LOG_LEVELS.indexOf(level) < connection.logLevel) return;
+              void extra.sendNotification({ method: "notifications/message", params: { level, logger: name, data } })
+                .catch(() => {});
+            },
+          });
+          if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
+          const json = resultJson(result);
+          // The SDK hands the handler's value to the transport's send untouched.
+          return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
+        }
+        case "tasks/get":
+        case "tasks/result":
+        case "tasks/list":
+        case "tasks/cancel": {
+          const jobs = await jobsFor(request.method, "no tool runs as a task here");
+          if (request.method === "tasks/list") {
+            if (params?.cursor !== undefined) {
+              throw invalidParams(
+                `Invalid cursor ${JSON.stringify(params.cursor)}: the task list has one page; omit the cursor`,
+              );
+            }
+            return { tasks: jobs.tasks() };
+          }
+          const taskId = params?.taskId;
+          if (typeof taskId !== "string") {
+            throw invalidParams(`Invalid ${request.method}: params.taskId must be the task id as a string`);
+          }
+          if (request.method === "tasks/get") return { ...await taskCall(() => Promise.resolve(jobs.task(taskId))) };
+          if (request.method === "tasks/cancel") {
+            return { ...await taskCall(() => Promise.resolve(jobs.cancelTask(taskId))) };
+          }
+          const result = await taskCall(() => jobs.taskResult(taskId));
+          const meta = (result._meta ?? {}) as Record<string, unknown>;
+          return { ...result, _meta: { ...meta, "io.modelcontextprotocol/related-task": { taskId } } };
+        }
+        case "resources/list":
+        case "resources/templates/list":
+        case "resources/read": {
+          const jobs = await jobsFor(request.method, "no tool runs as a job here");
+          if (request.method === "resources/read") {
+            try {
+              return { contents: [await jobs.readResource(params?.uri)] };
+            } catch (error) {
+              if (!(error instanceof WardenError)) throw error;
+              // A URI that names no report file is the request's fault; one that is not there has MCP's own code; a
+              // report that cannot be read is the server's.
+              if (error.code === "invalid_arguments" || error.code === "path_refused") {
+                throw invalidParams(error.message);
+              }
+              throw new McpError(
+                error.code === "not_found" ? RESOURCE_NOT_FOUND : ErrorCode.InternalError,
+                error.message,
+              );
+            }
+          }
+          if (params?.cursor !== undefined) {
+            throw invalidParams(
+              `Invalid cursor ${JSON.stringify(params.cursor)}: the resource list has one page; omit the cursor`,
+            );
+          }
+          if (request.method === "resources/templates/list") return { resourceTemplates: jobs.resourceTemplates() };
+          return { resources: await jobs.resources() };
+        }
+        case "logging/setLevel": {
+          const level = CLIENT_LOG_LEVELS.indexOf(params?.level as ClientLogLevel);
+          if (level === -1) {
+            throw invalidParams(
+              `Invalid log level ${JSON.stringify(params?.level)}: expected one of ${CLIENT_LOG_LEVELS.join(", ")}`,
+            );
+          }
+          connection.logLevel = level;
+          return {};
+        }
+        default:
+          throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
       }
-    });
+    };
+
+    // The SDK parses the requests it answers itself (initialize, ping) and
+    // answers a bad one with -32603 and a dump of zod issues: name the field, with -32602.
+    const { handlers } = sdkInternals(server);
+    for (const [method, handler] of handlers) {
+      handlers.set(method, async (request, extra) => {
+        try {
+          return await handler(request, extra);
+        } catch (error) {
+          const issues = schemaIssues(error);
+          if (!issues) throw error;
+          const refusal = schemaRefusal(request, issues);
+          throw new McpError(refusal.code, refusal.message);
+        }
+      });
+    }
+    // The SDK quotes whole messages in its errors: a log line stays readable (and small) all the same.
+    server.onerror = (error) => log("warn", "protocol_error", { error: error.message.slice(0, 500) });
+    return server;
+  };
+  return {
+    serverFor,
+    hostFor,
+    /** Starts the deferred start-up work now, if it has not started. */
+    startDeferred: () => startDeferred?.(),
+  };
+}
+
+const INFO_LEVEL = CLIENT_LOG_LEVELS.indexOf("info");
+
+/**
+ * Serves the catalog until the client is gone: over stdin/stdout until stdin closes, or over HTTP (`--http`) until
+ * SIGTERM or SIGINT; then exits the process. Resolves once the server is listening.
+ */
+export function serve(options: ServeOptions): Promise<Served> {
+  return options.http ? serveHttp(options, options.http) : serveStdio(options).then(() => ({ url: null }));
+}
+
+/** Where the server answers: the HTTP endpoint's URL, or null for stdio. */
+export interface Served {
+  readonly url: string | null;
+}
+
+async function serveStdio(options: ServeOptions): Promise<void> {
+  let protocolVersion: string | null = null;
+  const protocol = protocolOf(options);
+  const connection: Connection = {
+    host: protocol.hostFor("stdio", () => protocolVersion),
+    policy: options.policy,
+    logLevel: INFO_LEVEL,
+    asTask: new Set(),
+  };
+  // Not setTimeout: deno 2.9 loads its node:timers layer at a process's first setTimeout (~10 ms of CPU), which
+  // would come before the initialize answer; AbortSignal.timeout does not (scripts/bench/README.md, start-up).
+  if (options.deferred) {
+    AbortSignal.timeout(DEFERRED_START_MS).addEventListener("abort", () => protocol.startDeferred());
   }
+  const server = protocol.serverFor(connection);
+  const { running, cancelled } = sdkInternals(server);
 
   const transport = new StdioTransport();
   // The SDK negotiates the version and the SDK 1.x Server has no public getter for it: it is read from the
@@ -422,7 +492,7 @@ export async function serve(options: ServeOptions): Promise<void> {
       const version = (message.result as { protocolVersion?: unknown } | undefined)?.protocolVersion;
       if (typeof version === "string") protocolVersion = version;
       const sent = send(message);
-      startDeferred?.();
+      protocol.startDeferred();
       return sent;
     }
     return send(message);
@@ -430,19 +500,13 @@ export async function serve(options: ServeOptions): Promise<void> {
   // The ledger hashes each row (the next row's `prev`) after the response is out.
   transport.onsent = () => options.ledger.settle();
   transport.onerror = (error) => log("warn", "transport_error", { error: error.message });
-  // The SDK quotes whole messages in its errors: a log line stays readable (and small) all the same.
-  server.onerror = (error) => log("warn", "protocol_error", { error: error.message.slice(0, 500) });
   // MCP: a request the client cancelled gets no answer, so the transport stops waiting for one.
   cancelled((id) => {
     if (running.has(id)) transport.forget(id);
   });
   server.onclose = () => {
     log("info", "stopped", { reason: "stdin closed" });
-    // Whatever hangs below (a plugin child, a reader that stopped reading), the process ends.
-    setTimeout(() => platform().exit(0), 900);
-    // Plugin children die with their stdin anyway; stopping them here kills their process groups now.
-    const stopped = Promise.race([options.shutdown(), new Promise((resolve) => setTimeout(resolve, 500))]);
-    void stopped.then(() => platform().flushStdout()).finally(() => platform().exit(0));
+    exitAfter(options.shutdown);
   };
   // At the end of input: read nothing more, answer every request already read
   // (a call still running gets a short drain, then is cancelled), then close.
@@ -479,15 +543,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     transport.onmessage = (message) => {
       const id = message.id;
       if (typeof message.method !== "string" || !isId(id)) return sdkOnMessage(message);
-      const params = message.params as Params;
-      // The SDK refuses a task-augmented request it has no task store for (-32603): it never sees params.task.
-      // A tools/call that carried one is noted for the handler above, which makes it a job when the tool is one;
-      // anything else is processed normally, as MCP asks of a receiver that does not take it as a task.
-      if (params?.task !== undefined) {
-        const { task: _task, ...rest } = params;
-        message = { ...message, params: rest };
-        if (options.jobs && message.method === "tools/call") asTask.add(keyOfId(id));
-      }
+      message = takeTask(message, connection, options.jobs !== undefined);
       if (message.method === "initialize") initializing.add(id);
       const before = running.get(id);
       sdkOnMessage(message);
@@ -500,6 +556,110 @@ export async function serve(options: ServeOptions): Promise<void> {
       }
     };
   }
+}
+
+/** Stops what the server started, then ends the process, whatever hangs (a plugin child, a reader that stopped). */
+function exitAfter(shutdown: () => Promise<void>): void {
+  setTimeout(() => platform().exit(0), 900);
+  // Plugin children die with their stdin anyway; stopping them here kills their process groups now.
+  const stopped = Promise.race([shutdown(), new Promise((resolve) => setTimeout(resolve, 500))]);
+  void stopped.then(() => platform().flushStdout()).finally(() => platform().exit(0));
+}
+
+/** Whether a JSON-RPC message (or batch) asks for progress, which only an SSE answer can carry. */
+function wantsStream(message: unknown): boolean {
+  const each = Array.isArray(message) ? message : [message];
+  return each.some((m) => {
+    const meta = ((m as JsonRpcMessage | null)?.params as Params)?._meta as Params;
+    return meta?.progressToken !== undefined;
+  });
+}
+
+/** How long requests in flight get to be answered after SIGTERM, before their calls are cancelled. */
+export const HTTP_DRAIN_MS = 10_000;
+
+/**
+ * Serves over Streamable HTTP, stateless: every POST gets a Server and a transport of its own, so any replica can
+ * answer any request. JSON answers a plain request; SSE one that asked for progress. Stops on SIGTERM or SIGINT:
+ * new requests get 503, those in flight are answered (or, after HTTP_DRAIN_MS, cancelled), the ledger is sealed.
+ */
+async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptions["http"]>): Promise<Served> {
+  const [{ WebStandardStreamableHTTPServerTransport }, { MCP_PATH, startHttpFront }] = await Promise.all([
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
+    import("./http.ts"),
+  ]);
+  const protocol = protocolOf(options);
+  const policies = new Map<string | null, Policy>([[options.policy.principal, options.policy]]);
+  const policyOf = (principal: string | null) => {
+    let policy = policies.get(principal);
+    if (!policy) policies.set(principal, policy = Object.freeze({ ...options.policy, principal }));
+    return policy;
+  };
+  const front = await startHttpFront({
+    settings: settings.settings,
+    tokens: settings.tokens,
+    operator: options.policy.principal,
+    answer: async ({ message, principal, signal }, request) => {
+      // Negotiated per request: initialize's answer says it, every later request's header repeats it.
+      let protocolVersion: string | null = request.headers.get("mcp-protocol-version");
+      const connection: Connection = {
+        host: protocol.hostFor("http", () => protocolVersion),
+        policy: policyOf(principal),
+        logLevel: INFO_LEVEL,
+        asTask: new Set(),
+      };
+      const each = Array.isArray(message) ? message : [message];
+      const taken = each.map((m) =>
+        typeof m === "object" && m !== null && typeof (m as JsonRpcMessage).method === "string"
+          ? takeTask(m as JsonRpcMessage, connection, options.jobs !== undefined)
+          : m
+      );
+      const server = protocol.serverFor(connection);
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: !wantsStream(message),
+      });
+      const send = transport.send.bind(transport);
+      transport.send = async (reply, sendOptions) => {
+        const version = (reply as { result?: { protocolVersion?: unknown } }).result?.protocolVersion;
+        if (typeof version === "string") protocolVersion = version;
+        await send(reply, sendOptions);
+        options.ledger.settle();
+      };
+      await server.connect(transport);
+      // The request's end (its client gone, its deadline past) cancels its calls: closing the Server aborts them.
+      const close = () => void server.close().catch(() => {});
+      signal.addEventListener("abort", close);
+      const response = await transport.handleRequest(request, {
+        parsedBody: Array.isArray(message) ? taken : taken[0],
+      });
+      if (!response.body || !wantsStream(message)) {
+        signal.removeEventListener("abort", close);
+        close();
+      }
+      return response;
+    },
+  });
+  protocol.startDeferred();
+  log("info", "listening", { transport: "http", host: settings.settings.host, port: front.port, path: "/mcp" });
+  let stopping = false;
+  const stop = (signalName: string) => {
+    if (stopping) return;
+    stopping = true;
+    log("info", "stopping", { signal: signalName, inFlight: front.inFlight });
+    void (async () => {
+      if (!(await front.stop(HTTP_DRAIN_MS))) {
+        stopCalls(`the server is stopping (${signalName}) and the call did not finish within ${HTTP_DRAIN_MS} ms`);
+        await front.stop(CANCEL_GRACE_MS);
+      }
+      log("info", "stopped", { reason: signalName });
+      exitAfter(options.shutdown);
+    })();
+  };
+  platform().onTerminate(() => stop("SIGTERM"));
+  platform().onInterrupt(() => stop("SIGINT"));
+  const host = settings.settings.host;
+  return { url: `http://${host.includes(":") ? `[${host}]` : host}:${front.port}${MCP_PATH}` };
 }
 
 /** A request handler as the SDK stores it. */

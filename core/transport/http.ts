@@ -1,0 +1,345 @@
+// The HTTP front of `warden serve --http`: what every request passes before it
+// reaches the protocol (core/transport/server.ts answers it). In order: the
+// path, the Host and Origin (against DNS rebinding), the bearer token (which
+// names the principal), the method, the body's size and JSON, the principal's
+// share of the server, and a deadline. A refusal says what was wrong and how
+// to fix it, and costs the server nothing but the answer.
+import type { HttpSettings } from "../config.ts";
+import { problem, WardenError } from "../errors.ts";
+import { log } from "../log.ts";
+import { platform } from "../platform/mod.ts";
+import { principalOfToken, type TokenEntry } from "./tokens.ts";
+
+/** How long a stop waits, once every answer is out, for the connections to close. */
+const CLOSE_GRACE_MS = 500;
+
+/** The one path MCP is served on. */
+export const MCP_PATH = "/mcp";
+
+/** What a request that passed the front brings to the protocol. */
+export interface HttpCall {
+  /** The JSON-RPC message (or batch) of the body, parsed. */
+  readonly message: unknown;
+  /** Who made it: the token's principal, or the operator's (`--principal`) where no token is configured. */
+  readonly principal: string | null;
+  /** Aborts when the client goes away or the request's deadline passes: its calls are cancelled. */
+  readonly signal: AbortSignal;
+}
+
+export interface HttpFrontOptions {
+  readonly settings: HttpSettings;
+  readonly tokens: readonly TokenEntry[];
+  /** The principal of every request where no token is configured. */
+  readonly operator: string | null;
+  /** Answers an MCP POST that passed the front; `done` is called once its answer is sent (or abandoned). */
+  readonly answer: (call: HttpCall, request: Request) => Promise<Response>;
+}
+
+export interface HttpFront {
+  /** The port bound (the one asked for, or the one chosen for 0). */
+  readonly port: number;
+  /** Requests being answered now. */
+  readonly inFlight: number;
+  /**
+   * Refuses new requests (503), stops listening, and resolves once every request in flight is answered or
+   * `drainMs` has passed: true when all were answered.
+   */
+  stop(drainMs: number): Promise<boolean>;
+}
+
+/** Addresses that only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
+/** The name in a `Host` header, lowercase, without its port or an IPv6 address's brackets; null when malformed. */
+export function hostName(header: string | null): string | null {
+  if (header === null) return null;
+  const value = header.trim().toLowerCase();
+  const match = /^\[([0-9a-f:.]+)\](?::\d{1,5})?$/.exec(value) ?? /^([a-z0-9.-]+)(?::\d{1,5})?$/.exec(value);
+  return match ? match[1] : null;
+}
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+/** A refusal as the SDK's own HTTP errors are shaped: a JSON-RPC error with no id. */
+function refusal(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(
+    JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: status === 400 ? -32700 : -32000, message } }),
+    { status, headers: { ...JSON_HEADERS, ...headers } },
+  );
+}
+
+/** The headers a browser needs to read an answer to an allowed origin, and to send the ones MCP uses. */
+function corsHeaders(origin: string): Record<string, string> {
+  return {
+    "access-control-allow-origin": origin,
+    "access-control-allow-methods": "POST, OPTIONS",
+    "access-control-allow-headers": "authorization, content-type, accept, mcp-protocol-version, x-mcp-project",
+    "access-control-expose-headers": "www-authenticate, mcp-protocol-version",
+    "access-control-max-age": "600",
+    vary: "origin",
+  };
+}
+
+/** The body, read up to `max` bytes; null when it is larger (what was read is dropped, the rest is not read). */
+async function boundedBody(request: Request, max: number): Promise<Uint8Array | null> {
+  const declared = Number(request.headers.get("content-length") ?? NaN);
+  if (declared > max) return null;
+  if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return body;
+}
+
+/**
+ * `response` with `release` called once its body is sent or cancelled when it streams (SSE), at once otherwise: a
+ * JSON answer is whole already.
+ */
+function releasedAfter(response: Response, release: () => void): Response {
+  if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    release();
+    return response;
+  }
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      flush: release,
+    }),
+  );
+  // A client that goes away cancels the stream: pipeThrough aborts the transform, whose flush never runs.
+  const reader = body.getReader();
+  const watched = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        release();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/**
+ * Checks the settings (a non-loopback address needs tokens), binds the address and answers requests until stopped.
+ */
+export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFront> {
+  const { settings, tokens, operator } = options;
+  if (!isLoopback(settings.host) && tokens.length === 0) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Refusing to serve HTTP on ${settings.host} without tokens`,
+        "anyone who reaches that address could call every tool",
+        'make a token with "warden token add <principal>" (it goes in --tokens), or bind --host 127.0.0.1',
+      ),
+    );
+  }
+  const allowedHosts = new Set([
+    ...settings.allowedHosts,
+    ...(isLoopback(settings.host) ? ["localhost", "127.0.0.1", "::1"] : [settings.host]),
+  ]);
+  const allowedOrigins = new Set(settings.allowedOrigins);
+  const busy = new Map<string, number>();
+  let inFlight = 0;
+  let stopping = false;
+  let drained: (() => void) | undefined;
+
+  const handle = async (request: Request, remoteAddress: string): Promise<Response> => {
+    const url = new URL(request.url);
+    const refuse = (status: number, reason: string, message: string, headers?: Record<string, string>) => {
+      log(status >= 500 ? "warn" : "info", "http_refused", {
+        status,
+        reason,
+        remote: remoteAddress,
+        path: url.pathname,
+      });
+      return refusal(status, message, headers);
+    };
+    if (stopping) {
+      return refuse(503, "stopping", "Service Unavailable: the server is stopping", { connection: "close" });
+    }
+    const host = hostName(request.headers.get("host"));
+    if (host === null || !allowedHosts.has(host)) {
+      return refuse(
+        403,
+        "host",
+        `Forbidden: Host ${JSON.stringify(request.headers.get("host"))} is not one this server answers` +
+          " (against DNS rebinding); the operator allows others with --allowed-host",
+      );
+    }
+    const origin = request.headers.get("origin");
+    if (origin !== null && !allowedOrigins.has(origin.toLowerCase())) {
+      return refuse(
+        403,
+        "origin",
+        `Forbidden: Origin ${
+          JSON.stringify(origin)
+        } is not allowed; the operator allows a browser origin with --allowed-origin`,
+      );
+    }
+    const cors = origin !== null ? corsHeaders(origin) : {};
+    if (url.pathname !== MCP_PATH) {
+      return refuse(404, "path", `Not Found: MCP is served at ${MCP_PATH}`, cors);
+    }
+    if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
+    let principal = operator;
+    if (tokens.length > 0) {
+      const header = request.headers.get("authorization") ?? "";
+      const token = /^Bearer ([!-~]+)$/i.exec(header.trim())?.[1];
+      const found = token === undefined ? null : principalOfToken(tokens, token);
+      if (found === null) {
+        const challenge = token === undefined
+          ? 'Bearer realm="warden"'
+          : 'Bearer realm="warden", error="invalid_token", error_description="the token is not in this server\'s tokens file"';
+        return refuse(
+          401,
+          token === undefined ? "no_token" : "bad_token",
+          token === undefined
+            ? 'Unauthorized: send "Authorization: Bearer <token>"; the operator makes one with "warden token add <principal>"'
+            : "Unauthorized: the token is not one this server knows (revoked, mistyped, or for another server)",
+          { ...cors, "www-authenticate": challenge },
+        );
+      }
+      principal = found;
+    }
+    if (request.method !== "POST") {
+      // Stateless: no stream outlives its request, so there is nothing to GET and no session to DELETE.
+      return refuse(
+        405,
+        "method",
+        `Method Not Allowed: ${request.method}; this server is stateless and takes POST only`,
+        { ...cors, allow: "POST, OPTIONS" },
+      );
+    }
+    const type = request.headers.get("content-type") ?? "";
+    if (!/^application\/json\s*(;|$)/i.test(type)) {
+      return refuse(415, "content_type", "Unsupported Media Type: send the message as application/json", cors);
+    }
+    const key = principal ?? "";
+    const share = busy.get(key) ?? 0;
+    if (share >= settings.maxCallsPerPrincipal) {
+      return refuse(
+        429,
+        "busy",
+        `Too Many Requests: ${share} requests of this principal are in flight, the most --max-calls allows; retry after one ends`,
+        { ...cors, "retry-after": "1" },
+      );
+    }
+    busy.set(key, share + 1);
+    inFlight++;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const left = (busy.get(key) ?? 1) - 1;
+      if (left === 0) busy.delete(key);
+      else busy.set(key, left);
+      if (--inFlight === 0) drained?.();
+    };
+    try {
+      const body = await boundedBody(request, settings.maxBodyBytes);
+      if (body === null) {
+        release();
+        return refuse(
+          413,
+          "too_large",
+          `Content Too Large: the body is over ${settings.maxBodyBytes} bytes, the most --max-body allows`,
+          cors,
+        );
+      }
+      let message: unknown;
+      try {
+        message = JSON.parse(new TextDecoder().decode(body));
+      } catch {
+        release();
+        return refuse(400, "parse", "Parse error: the body is not JSON", cors);
+      }
+      const deadline = AbortSignal.timeout(settings.requestTimeoutMs);
+      const signal = AbortSignal.any([request.signal, deadline]);
+      // A client gone (or a deadline past) ends the request's share at once: nobody may read its answer's body.
+      signal.addEventListener("abort", release, { once: true });
+      // A client gone (or a deadline past) ends the request's share at once: nobody may read its answer's body.
+      signal.addEventListener("abort", release, { once: true });
+      const answered = options.answer({ message, principal, signal }, request);
+      // An answer that never comes (its calls cancelled, its Server closed) must not hold the principal's share.
+      const ended = new Promise<Response>((resolve) =>
+        signal.addEventListener("abort", () =>
+          resolve(
+            deadline.aborted
+              ? refuse(
+                504,
+                "timeout",
+                `Gateway Timeout: the request took longer than ${settings.requestTimeoutMs} ms (--request-timeout); its calls were cancelled`,
+                cors,
+              )
+              : refuse(499, "client_gone", "the client went away before its answer; its calls were cancelled"),
+          ))
+      );
+      const response = await Promise.race([answered, ended]);
+      for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
+      return releasedAfter(response, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  };
+
+  const listener = await platform().listenHttp({
+    hostname: settings.host,
+    port: settings.port,
+    handler: (request, info) =>
+      handle(request, info.remoteAddress).catch((error) => {
+        log("error", "http_failed", { error: String(error).slice(0, 500) });
+        return refusal(500, "Internal Server Error: warden could not answer this request; its log says why");
+      }),
+  });
+  return {
+    port: listener.port,
+    get inFlight() {
+      return inFlight;
+    },
+    async stop(drainMs) {
+      stopping = true;
+      const closed = listener.close();
+      const allAnswered = inFlight === 0 ? Promise.resolve(true) : new Promise<boolean>((resolve) => {
+        drained = () => resolve(true);
+        AbortSignal.timeout(drainMs).addEventListener("abort", () => resolve(false));
+      });
+      const answered = await allAnswered;
+      // Once every answer is out, connections a client keeps alive (idle) need not hold the stop for their timeout:
+      // a moment for the last bytes to leave, then the process may end with them open.
+      if (answered) {
+        await Promise.race([
+          closed,
+          new Promise((resolve) => AbortSignal.timeout(CLOSE_GRACE_MS).addEventListener("abort", resolve)),
+        ]);
+      }
+      return answered;
+    },
+  };
+}
