@@ -193,9 +193,9 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
   {
     flag: "--allowed-origin <origin>",
     env: "WARDEN_ALLOWED_ORIGINS",
-    default: "none",
+    default: "on loopback, loopback pages",
     description:
-      "A browser `Origin` (`https://app.example`) the HTTP server answers; a request with any other `Origin` gets 403 (one without `Origin`, from a program, is not a browser's). Repeat the flag or separate origins with `,`.",
+      "A browser `Origin` (`https://app.example`) the HTTP server answers; a request with any other `Origin` gets 403 (one without `Origin`, from a program, is not a browser's; on loopback, a page of this machine such as `http://localhost:6274` is allowed). Repeat the flag or separate origins with `,`.",
   },
   {
     flag: "--max-body <size>",

@@ -337,7 +337,7 @@ if (withTests) {
   const testFiles = readdirSync(new URL("../test/", import.meta.url))
     .filter((name) => name.endsWith(".test.ts"))
     .map((name) => `test/${name}`);
-  const fixtureTools = ["tools", "hostile", "jobs"].flatMap((dir) =>
+  const fixtureTools = ["tools", "hostile", "jobs", "conformance"].flatMap((dir) =>
     readdirSync(new URL(`../test/fixtures/${dir}/`, import.meta.url))
       .filter((name) => name.endsWith(".ts"))
       .map((name) => `test/fixtures/${dir}/${name}`)

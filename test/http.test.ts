@@ -110,6 +110,22 @@ function raw(
   });
 }
 
+/** The JSON-RPC messages of an SSE body, in order. */
+// any: JSON-RPC messages of every shape, read field by field in assertions.
+// deno-lint-ignore no-explicit-any
+function events(body: string): any[] {
+  return body.split("\n").filter((line) => line.startsWith("data: ")).map((line) => JSON.parse(line.slice(6)));
+}
+
+/** The answer of a request: the JSON body, or an SSE stream's last message. */
+// any: as above.
+// deno-lint-ignore no-explicit-any
+function answerOf(answer: RawAnswer): any {
+  return String(answer.headers["content-type"]).startsWith("text/event-stream")
+    ? events(answer.body).at(-1)
+    : JSON.parse(answer.body);
+}
+
 const call = (id: number, name: string, args: Record<string, unknown> = {}) =>
   JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
 
@@ -159,7 +175,11 @@ describe(`serve --http (${runtimeName})`, () => {
     });
 
     it("tells host_context the transport and the version agreed, with the built-in tools", async () => {
-      const builtins = await startHttp([], { WARDEN_LEDGER: ledger.dir }, false);
+      const builtins = await startHttp(
+        [],
+        { WARDEN_LEDGER: ledger.dir, WARDEN_PRINCIPAL: "operator@example.com" },
+        false,
+      );
       try {
         const client = await httpClient(builtins.url);
         const { tools } = await client.listTools();
@@ -177,11 +197,16 @@ describe(`serve --http (${runtimeName})`, () => {
       }
     });
 
-    it("answers a plain call with JSON and a call that asks for progress with SSE, progress included", async () => {
-      const plain = await raw(server.port, { body: call(1, "fixture_echo", { text: "x" }) });
-      assert.equal(plain.status, 200);
-      assert.match(String(plain.headers["content-type"]), /^application\/json/);
-      assert.equal(JSON.parse(plain.body).id, 1);
+    it("answers a request with JSON and a tools/call with an SSE stream, its progress and logs included", async () => {
+      const list = await raw(server.port, { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
+      assert.equal(list.status, 200);
+      assert.match(String(list.headers["content-type"]), /^application\/json/);
+      assert.equal(JSON.parse(list.body).id, 1);
+      const logged = await raw(server.port, { body: call(3, "fixture_log", { levels: ["debug", "info", "error"] }) });
+      assert.match(String(logged.headers["content-type"]), /^text\/event-stream/);
+      const logs = events(logged.body).filter((e) => e.method === "notifications/message").map((e) => e.params.level);
+      assert.deepEqual(logs, ["info", "error"], "at the default level, info and above");
+      assert.equal(answerOf(logged).id, 3);
       const streamed = await raw(server.port, {
         body: JSON.stringify({
           jsonrpc: "2.0",
@@ -192,15 +217,17 @@ describe(`serve --http (${runtimeName})`, () => {
       });
       assert.equal(streamed.status, 200);
       assert.match(String(streamed.headers["content-type"]), /^text\/event-stream/);
-      const events = streamed.body.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
-      const progress = events.filter((e) => e.method === "notifications/progress").map((e) => e.params.progress);
+      const streamedEvents = events(streamed.body);
+      const progress = streamedEvents.filter((e) => e.method === "notifications/progress").map((e) =>
+        e.params.progress
+      );
       assert.deepEqual(progress, [1, 2, 3], "each step once, the stale values dropped");
-      assert.equal(events.at(-1).id, 2);
-      assert.match(JSON.stringify(events.at(-1).result), /done/);
+      assert.equal(streamedEvents.at(-1).id, 2);
+      assert.match(JSON.stringify(streamedEvents.at(-1).result), /done/);
     });
 
     it("cancels the call of a client that goes away before its answer", async () => {
-      const before = JSON.parse((await raw(server.port, { body: call(20, "fixture_sleep_status") })).body).result
+      const before = answerOf(await raw(server.port, { body: call(20, "fixture_sleep_status") })).result
         .structuredContent.aborted.length;
       // A socket of its own, not node:http's client: deno's sends a request again on a new connection when its
       // first is destroyed.
@@ -216,15 +243,15 @@ describe(`serve --http (${runtimeName})`, () => {
       let aborted: string[] = [];
       for (let i = 0; i < 50 && aborted.length === before; i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));
-        aborted = JSON.parse((await raw(server.port, { body: call(22, "fixture_sleep_status") })).body).result
+        aborted = answerOf(await raw(server.port, { body: call(22, "fixture_sleep_status") })).result
           .structuredContent.aborted;
       }
       assert.equal(aborted.length, before + 1, "the sleeping call was aborted");
     });
 
     it("records each call in the ledger under the operator's principal when no token is configured", () => {
-      const rows = ledgerRows(ledger.dir).filter((row) => row.tool === "fixture_echo");
-      assert.ok(rows.length >= 2);
+      const rows = ledgerRows(ledger.dir).filter((row) => row.kind === "call");
+      assert.ok(rows.length >= 4, `${rows.length} call rows`);
       for (const row of rows) assert.equal(row.principal, "operator@example.com");
     });
 
@@ -398,8 +425,16 @@ describe(`serve --http (${runtimeName})`, () => {
         headers: { authorization: `Bearer ${alice}` },
         body: call(11, "fixture_sleep", { ms: 8000 }),
       });
-      assert.equal(late.status, 504);
-      assert.match(JSON.parse(late.body).error.message, /longer than 2000 ms \(--request-timeout\)/);
+      // Its status went out with the stream's start: the stream ends with the timeout as the call's answer.
+      assert.equal(late.status, 200);
+      assert.deepEqual(answerOf(late), {
+        jsonrpc: "2.0",
+        id: 11,
+        error: {
+          code: -32001,
+          message: "the request took longer than 2000 ms (--request-timeout); its calls were cancelled",
+        },
+      });
       const status = await raw(server.port, {
         headers: { authorization: `Bearer ${bob}` },
         body: call(12, "fixture_sleep_status"),

@@ -407,21 +407,15 @@ export function denoPlatform(): Platform {
             // Without it deno prints "Listening on" to stdout, which is the protocol's channel on stdio.
             onListen: (address) => resolve({ port: address.port, close: () => server.shutdown() }),
             onError: () => new Response("Internal Server Error", { status: 500 }),
-          }, async (request, info) => {
-            // Deno's request.signal also aborts once a response is delivered, and says so on stderr when someone
-            // listens then: it is heard only until the handler answers, and info.completed tells of a client gone
-            // while the answer streams. The handler's signal aborts only when the client went away first.
+          }, (request, info) => {
+            // The handler's signal aborts when the client goes away first, as node's does: Deno's request.signal
+            // (with --unstable-no-legacy-abort; without it, also once an answer is delivered, when nothing is left to
+            // cancel), or info.completed failing while an answer streams.
             const gone = new AbortController();
             const abort = () => gone.abort();
-            request.signal.addEventListener("abort", abort);
+            request.signal.addEventListener("abort", abort, { once: true });
             info.completed.catch(abort);
-            try {
-              return await handler(new Request(request, { signal: gone.signal }), {
-                remoteAddress: info.remoteAddr.hostname,
-              });
-            } finally {
-              request.signal.removeEventListener("abort", abort);
-            }
+            return handler(new Request(request, { signal: gone.signal }), { remoteAddress: info.remoteAddr.hostname });
           });
         } catch (error) {
           reject(error);

@@ -82,6 +82,10 @@ function corsHeaders(origin: string): Record<string, string> {
   };
 }
 
+function timeoutMessage(ms: number): string {
+  return `the request took longer than ${ms} ms (--request-timeout); its calls were cancelled`;
+}
+
 /** The body, read up to `max` bytes; null when it is larger (what was read is dropped, the rest is not read). */
 async function boundedBody(request: Request, max: number): Promise<Uint8Array | null> {
   const declared = Number(request.headers.get("content-length") ?? NaN);
@@ -109,35 +113,59 @@ async function boundedBody(request: Request, max: number): Promise<Uint8Array | 
   return body;
 }
 
+/** The ids of the requests in a JSON-RPC message or batch. */
+function requestIds(message: unknown): (string | number)[] {
+  return (Array.isArray(message) ? message : [message]).flatMap((m) => {
+    const id = (m as { id?: unknown; method?: unknown } | null)?.id;
+    return typeof (m as { method?: unknown } | null)?.method === "string" &&
+        (typeof id === "string" || typeof id === "number")
+      ? [id]
+      : [];
+  });
+}
+
 /**
- * `response` with `release` called once its body is sent or cancelled when it streams (SSE), at once otherwise: a
- * JSON answer is whole already.
+ * `response` with `release` called once its body is sent or cancelled when it streams (SSE), at once otherwise (a
+ * JSON answer is whole already). A stream still open when `deadline` aborts ends with `lastWords`, the events that
+ * answer its requests with the timeout, since its status went out long before.
  */
-function releasedAfter(response: Response, release: () => void): Response {
+function releasedAfter(response: Response, release: () => void, deadline: AbortSignal, lastWords: string): Response {
   if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
     release();
     return response;
   }
-  const body = response.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      flush: release,
-    }),
-  );
-  // A client that goes away cancels the stream: pipeThrough aborts the transform, whose flush never runs.
-  const reader = body.getReader();
+  const reader = response.body.getReader();
+  let ended = false;
+  const end = () => {
+    ended = true;
+    release();
+  };
   const watched = new ReadableStream<Uint8Array>({
+    start(controller) {
+      deadline.addEventListener("abort", () => {
+        if (ended) return;
+        end();
+        controller.enqueue(new TextEncoder().encode(lastWords));
+        controller.close();
+        reader.cancel().catch(() => {});
+      }, { once: true });
+    },
     async pull(controller) {
       try {
         const { done, value } = await reader.read();
-        if (done) controller.close();
-        else controller.enqueue(value);
+        if (ended) return;
+        if (done) {
+          end();
+          controller.close();
+        } else controller.enqueue(value);
       } catch (error) {
-        release();
+        if (ended) return;
+        end();
         controller.error(error);
       }
     },
     cancel(reason) {
-      release();
+      end();
       return reader.cancel(reason);
     },
   });
@@ -164,6 +192,21 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
     ...(isLoopback(settings.host) ? ["localhost", "127.0.0.1", "::1"] : [settings.host]),
   ]);
   const allowedOrigins = new Set(settings.allowedOrigins);
+  /**
+   * An `--allowed-origin`, or on loopback a page this machine serves (`http://localhost:6274`, the MCP Inspector's):
+   * what DNS rebinding forges is a foreign origin resolved to a loopback address, never a loopback origin.
+   */
+  const originAllowed = (origin: string): boolean => {
+    if (allowedOrigins.has(origin.toLowerCase())) return true;
+    if (!isLoopback(settings.host)) return false;
+    try {
+      const url = new URL(origin);
+      return (url.protocol === "http:" || url.protocol === "https:") &&
+        isLoopback(url.hostname.replace(/^\[(.*)\]$/, "$1"));
+    } catch {
+      return false;
+    }
+  };
   const busy = new Map<string, number>();
   let inFlight = 0;
   let stopping = false;
@@ -193,7 +236,7 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
       );
     }
     const origin = request.headers.get("origin");
-    if (origin !== null && !allowedOrigins.has(origin.toLowerCase())) {
+    if (origin !== null && !originAllowed(origin)) {
       return refuse(
         403,
         "origin",
@@ -291,18 +334,19 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
         signal.addEventListener("abort", () =>
           resolve(
             deadline.aborted
-              ? refuse(
-                504,
-                "timeout",
-                `Gateway Timeout: the request took longer than ${settings.requestTimeoutMs} ms (--request-timeout); its calls were cancelled`,
-                cors,
-              )
+              ? refuse(504, "timeout", `Gateway Timeout: ${timeoutMessage(settings.requestTimeoutMs)}`, cors)
               : refuse(499, "client_gone", "the client went away before its answer; its calls were cancelled"),
           ))
       );
       const response = await Promise.race([answered, ended]);
       for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
-      return releasedAfter(response, release);
+      const timedOut = timeoutMessage(settings.requestTimeoutMs);
+      const lastWords = requestIds(message).map((id) =>
+        `event: message\ndata: ${
+          JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32001, message: timedOut } })
+        }\n\n`
+      ).join("");
+      return releasedAfter(response, release, deadline, lastWords);
     } catch (error) {
       release();
       throw error;

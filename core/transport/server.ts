@@ -566,13 +566,15 @@ function exitAfter(shutdown: () => Promise<void>): void {
   void stopped.then(() => platform().flushStdout()).finally(() => platform().exit(0));
 }
 
-/** Whether a JSON-RPC message (or batch) asks for progress, which only an SSE answer can carry. */
-function wantsStream(message: unknown): boolean {
-  const each = Array.isArray(message) ? message : [message];
-  return each.some((m) => {
-    const meta = ((m as JsonRpcMessage | null)?.params as Params)?._meta as Params;
-    return meta?.progressToken !== undefined;
-  });
+/**
+ * Whether a JSON-RPC message (or batch) is answered as an SSE stream: a tools/call, which may report progress or log
+ * as it runs (stateless, the stream is the only way a notification reaches the client). Every other request is
+ * answered with JSON.
+ */
+function streamsAnswer(message: unknown): boolean {
+  return (Array.isArray(message) ? message : [message]).some((m) =>
+    (m as JsonRpcMessage | null)?.method === "tools/call"
+  );
 }
 
 /** How long requests in flight get to be answered after SIGTERM, before their calls are cancelled. */
@@ -580,7 +582,7 @@ export const HTTP_DRAIN_MS = 10_000;
 
 /**
  * Serves over Streamable HTTP, stateless: every POST gets a Server and a transport of its own, so any replica can
- * answer any request. JSON answers a plain request; SSE one that asked for progress. Stops on SIGTERM or SIGINT:
+ * answer any request. JSON answers a request; SSE a tools/call, whose progress and logs go out as it runs. Stops on SIGTERM or SIGINT:
  * new requests get 503, those in flight are answered (or, after HTTP_DRAIN_MS, cancelled), the ledger is sealed.
  */
 async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptions["http"]>): Promise<Served> {
@@ -617,7 +619,7 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
       const server = protocol.serverFor(connection);
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
-        enableJsonResponse: !wantsStream(message),
+        enableJsonResponse: !streamsAnswer(message),
       });
       const send = transport.send.bind(transport);
       transport.send = async (reply, sendOptions) => {
@@ -633,7 +635,7 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
       const response = await transport.handleRequest(request, {
         parsedBody: Array.isArray(message) ? taken : taken[0],
       });
-      if (!response.body || !wantsStream(message)) {
+      if (!response.body || !streamsAnswer(message)) {
         signal.removeEventListener("abort", close);
         close();
       }
