@@ -34,7 +34,9 @@ test("parseConfig: path defaults under the user's directories and the first root
     projectDir: "project",
     ledgerDir: "--ledger",
     jobsDir: "WARDEN_JOBS_DIR",
+    tokensFile: "user config",
   });
+  assert.equal(config.tokensFile, "/home/a/.config/warden/tokens");
   assert.equal(config.ledgerDir, "/var/ledger");
   assert.equal(config.jobsDir, "/var/jobs");
   const named = parseConfig(["--project-dir", "shared"], envOf({ HOME: "/h" }), "linux").config;
@@ -56,4 +58,57 @@ test("parseConfig: without HOME, a default under a user directory throws when re
   );
   assert.throws(() => config.acceptedProjectsFile, /user state directory/);
   assert.ok(Object.isFrozen(config));
+});
+
+test("parseConfig: HTTP settings, their defaults, lists and normal forms", () => {
+  const plain = parseConfig([], envOf({ HOME: "/h" }), "linux").config.http;
+  assert.deepEqual(plain, {
+    enabled: false,
+    host: "127.0.0.1",
+    port: 8790,
+    allowedHosts: [],
+    allowedOrigins: [],
+    maxBodyBytes: 4 << 20,
+    maxCallsPerPrincipal: 16,
+    requestTimeoutMs: 70_000,
+  });
+  const given = parseConfig(
+    [
+      "--http",
+      "--host",
+      "[::1]",
+      "--allowed-host",
+      "Warden.Example.com,b.example",
+      "--allowed-host",
+      "c.example",
+      "--max-body",
+      "512KiB",
+      "--call-timeout",
+      "5s",
+    ],
+    envOf({
+      HOME: "/h",
+      WARDEN_ALLOWED_ORIGINS: "https://App.Example.com, http://localhost:6274",
+      WARDEN_HTTP_PORT: "0",
+    }),
+    "linux",
+  ).config.http;
+  assert.equal(given.enabled, true);
+  assert.equal(given.host, "::1");
+  assert.equal(given.port, 0);
+  assert.deepEqual(given.allowedHosts, ["warden.example.com", "b.example", "c.example"]);
+  assert.deepEqual(given.allowedOrigins, ["https://app.example.com", "http://localhost:6274"]);
+  assert.equal(given.maxBodyBytes, 512 * 1024);
+  assert.equal(given.requestTimeoutMs, 15_000, "the call timeout and 10 s");
+  assert.equal(parseConfig([], envOf({ HOME: "/h", WARDEN_HTTP: "1" }), "linux").config.http.enabled, true);
+  assert.throws(
+    () => parseConfig([], envOf({ HOME: "/h", WARDEN_HTTP: "yes" }), "linux"),
+    /Invalid WARDEN_HTTP: expected 1 or 0, received "yes"/,
+  );
+  assert.throws(
+    () => parseConfig([], envOf({ HOME: "/h", WARDEN_ALLOWED_ORIGINS: "https://a.example/x" }), "linux"),
+    /Invalid WARDEN_ALLOWED_ORIGINS: expected an origin/,
+  );
+  assert.throws(() => parseConfig(["--max-body", "65MiB"], envOf({ HOME: "/h" }), "linux"), /Invalid --max-body/);
+  assert.throws(() => parseConfig(["--host", "a host"], envOf({ HOME: "/h" }), "linux"), /Invalid --host/);
 });

@@ -10,6 +10,8 @@ import { platform } from "./platform/mod.ts";
 import type { Confinement } from "./platform/confinement.ts";
 import type { Spawner } from "./doors/spawn.ts";
 import type { PluginRecord } from "./tool.ts";
+import { readTokens } from "./transport/tokens.ts";
+import { isLoopback } from "./transport/http.ts";
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -37,6 +39,10 @@ export interface DoctorInput {
   /** The project's status (core/plugins/authoring/project_cli.ts), or the error that stopped reading it. */
   readonly project: () => Promise<{ state: string; changed: readonly string[]; plugins: readonly string[] }>;
 }
+
+/** What the doctor looked at, said with every report. */
+const SCOPE =
+  "checked the settings, files and programs of this machine as a server would start with them; no running server or connection was inspected.";
 
 /** Settings warden writes under. */
 const WRITTEN: readonly PathSetting[] = ["ledgerDir", "jobsDir"];
@@ -102,7 +108,7 @@ async function settingCheck(input: DoctorInput, key: PathSetting): Promise<Docto
       allowedSignersFile: "absent: no key is trusted",
       revokedKeysFile: "absent: no key is revoked",
       lockFile: "absent: nothing is pinned",
-      tokensFile: "absent: no bearer token, so serve --http answers on loopback only, without one",
+      tokensFile: "absent: no bearer token (serve --http then answers on loopback only)",
     };
     // A directory a flag or a variable names must be there: nothing loads from it otherwise.
     const named = key === "pluginsDir" && config.pluginsDirFrom !== null;
@@ -119,7 +125,42 @@ async function settingCheck(input: DoctorInput, key: PathSetting): Promise<Docto
       "fix the setting",
     );
   }
+  if (key === "tokensFile") {
+    try {
+      const tokens = await readTokens(value);
+      const principals = new Set(tokens.map((token) => token.principal)).size;
+      return check(true, `${tokens.length} token(s) of ${principals} principal(s)`);
+    } catch (error) {
+      return check(
+        false,
+        messageOf(error).split("\n")[0],
+        'fix the line, or make the file anew with "warden token add"',
+      );
+    }
+  }
   return check(true, "exists");
+}
+
+/** What `serve --http` would do with these settings: where it listens, and whether it would start. */
+async function httpCheck(config: Config): Promise<Omit<DoctorCheck, "name" | "source">> {
+  const { host, port } = config.http;
+  const value = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  let tokens: number;
+  try {
+    tokens = (await readTokens(config.tokensFile)).length;
+  } catch {
+    // Its own line (--tokens) says what is wrong with the file.
+    return { ok: false, value, detail: "the tokens file does not parse, so serve --http would not start", fix: null };
+  }
+  if (tokens > 0) return { ok: true, value, detail: `every request needs one of ${tokens} token(s)`, fix: null };
+  return isLoopback(host)
+    ? { ok: true, value, detail: "loopback, no tokens: every call is the operator's (--principal)", fix: null }
+    : {
+      ok: false,
+      value,
+      detail: "not loopback and no tokens: serve --http refuses to start",
+      fix: 'make a token with "warden token add <principal>", or bind --host 127.0.0.1',
+    };
 }
 
 /** Every check, in the order the report shows them. */
@@ -192,6 +233,8 @@ export async function doctorChecks(input: DoctorInput): Promise<DoctorCheck[]> {
   } catch (error) {
     other("project", false, null, messageOf(error));
   }
+  const http = await httpCheck(input.config);
+  other("http", http.ok, http.value, http.detail, http.fix);
   other("install", true, input.installDir, "read at run time, never written");
   return checks;
 }
@@ -201,7 +244,7 @@ export async function doctorCommand(input: DoctorInput, args: readonly string[])
   const checks = await doctorChecks(input);
   const ok = checks.every((check) => check.ok);
   if (args.includes("--json")) {
-    platform().writeStdout(JSON.stringify({ ok, checks }, null, 2) + "\n");
+    platform().writeStdout(JSON.stringify({ ok, checks, scope: SCOPE }, null, 2) + "\n");
   } else {
     const width = Math.max(...checks.map((check) => check.name.length));
     const lines = checks.map((check) =>
@@ -209,7 +252,9 @@ export async function doctorCommand(input: DoctorInput, args: readonly string[])
         check.source ? ` (${check.source})` : ""
       }: ${check.detail}${check.fix ? `; fix: ${check.fix}` : ""}`
     );
-    platform().writeStdout(lines.join("\n") + `\n${ok ? "Nothing is wrong." : "Fix the FAIL lines above."}\n`);
+    platform().writeStdout(
+      lines.join("\n") + `\n${ok ? "Nothing is wrong" : "Fix the FAIL lines above"}: ${SCOPE}\n`,
+    );
   }
   return ok ? 0 : 1;
 }

@@ -89,7 +89,38 @@ describe(`warden doctor (${runtimeName})`, () => {
       text.stdout,
       /^ok +--allowed-signers +\S+\/config\/warden\/allowed_signers \(user config\): absent: no key is trusted$/m,
     );
-    assert.match(text.stdout, /\nNothing is wrong\.\n$/);
+    assert.match(text.stdout, /\nNothing is wrong: .*no running server or connection was inspected\.\n$/);
+  });
+
+  it("checks what serve --http would do: its tokens file, and a non-loopback address without tokens", async () => {
+    const fresh = Object.fromEntries((await doctor()).report.checks.map((c) => [c.name, c]));
+    assert.deepEqual(
+      [fresh.http.ok, fresh.http.value, fresh.http.detail],
+      [true, "127.0.0.1:8790", "loopback, no tokens: every call is the operator's (--principal)"],
+    );
+    assert.equal(fresh["--tokens"].detail, "absent: no bearer token (serve --http then answers on loopback only)");
+    const open = await doctor(["--host", "0.0.0.0", "--port", "9000"]);
+    assert.equal(open.code, 1);
+    const openHttp = open.report.checks.find((c) => c.name === "http")!;
+    assert.deepEqual([openHttp.ok, openHttp.value], [false, "0.0.0.0:9000"]);
+    assert.match(openHttp.detail, /not loopback and no tokens: serve --http refuses to start/);
+    assert.match(openHttp.fix ?? "", /warden token add <principal>/);
+    const tokens = path.join(work.dir, "tokens");
+    writeFileSync(tokens, `sha256:${"a".repeat(64)} alice\nsha256:${"b".repeat(64)} alice\n`);
+    const withTokens = Object.fromEntries(
+      (await doctor(["--host", "0.0.0.0", "--tokens", tokens])).report.checks.map((c) => [c.name, c]),
+    );
+    assert.equal(withTokens["--tokens"].detail, "2 token(s) of 1 principal(s)");
+    assert.deepEqual([withTokens.http.ok, withTokens.http.detail], [true, "every request needs one of 2 token(s)"]);
+    writeFileSync(tokens, "alice wdn_plaintext\n");
+    const broken = await doctor(["--tokens", tokens]);
+    assert.equal(broken.code, 1);
+    const brokenTokens = broken.report.checks.find((c) => c.name === "--tokens")!;
+    assert.match(
+      brokenTokens.detail,
+      /Invalid tokens file .*, line 1: expected "sha256:<64 lowercase hex digits> <principal>"/,
+    );
+    assert.equal(broken.report.checks.find((c) => c.name === "http")!.ok, false);
   });
 
   it("fails, with the fix, where warden cannot write its state", async () => {
