@@ -24,6 +24,8 @@ export interface HttpCall {
   readonly principal: string | null;
   /** Aborts when the client goes away or the request's deadline passes: its calls are cancelled. */
   readonly signal: AbortSignal;
+  /** Resolves once the request has ended, its answer sent or given up: what it holds may go. */
+  readonly finished: Promise<void>;
 }
 
 export interface HttpFrontOptions {
@@ -126,10 +128,15 @@ function requestIds(message: unknown): (string | number)[] {
 
 /**
  * `response` with `release` called once its body is sent or cancelled when it streams (SSE), at once otherwise (a
- * JSON answer is whole already). A stream still open when `deadline` aborts ends with `lastWords`, the events that
- * answer its requests with the timeout, since its status went out long before.
+ * JSON answer is whole already). A stream still open when the request is cancelled ends, with `lastWords()` when its
+ * deadline passed: the events that answer its requests with the timeout, since its status went out long before.
  */
-function releasedAfter(response: Response, release: () => void, deadline: AbortSignal, lastWords: string): Response {
+function releasedAfter(
+  response: Response,
+  release: () => void,
+  cancelled: AbortSignal,
+  lastWords: () => string,
+): Response {
   if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
     release();
     return response;
@@ -142,10 +149,11 @@ function releasedAfter(response: Response, release: () => void, deadline: AbortS
   };
   const watched = new ReadableStream<Uint8Array>({
     start(controller) {
-      deadline.addEventListener("abort", () => {
+      cancelled.addEventListener("abort", () => {
         if (ended) return;
         end();
-        controller.enqueue(new TextEncoder().encode(lastWords));
+        const words = lastWords();
+        if (words !== "") controller.enqueue(new TextEncoder().encode(words));
         controller.close();
         reader.cancel().catch(() => {});
       }, { once: true });
@@ -295,15 +303,30 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
     }
     busy.set(key, share + 1);
     inFlight++;
+    // Everything a request holds is let go when it ends (answered, refused, its client gone, its deadline past): at
+    // thousands of requests a second, a per-request timer or listener left for the deadline would hold each request's
+    // Server for that long.
+    const cancel = new AbortController();
+    const onGone = () => cancel.abort();
+    request.signal.addEventListener("abort", onGone, { once: true });
+    let timedOut = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => finish = resolve);
     let released = false;
     const release = () => {
       if (released) return;
       released = true;
+      clearTimeout(timer);
+      request.signal.removeEventListener("abort", onGone);
       const left = (busy.get(key) ?? 1) - 1;
       if (left === 0) busy.delete(key);
       else busy.set(key, left);
       if (--inFlight === 0) drained?.();
+      finish();
     };
+    // A client gone (or a deadline past) ends the request's share at once: nobody may read its answer's body.
+    cancel.signal.addEventListener("abort", release, { once: true });
     try {
       const body = await boundedBody(request, settings.maxBodyBytes);
       if (body === null) {
@@ -322,31 +345,36 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
         release();
         return refuse(400, "parse", "Parse error: the body is not JSON", cors);
       }
-      const deadline = AbortSignal.timeout(settings.requestTimeoutMs);
-      const signal = AbortSignal.any([request.signal, deadline]);
-      // A client gone (or a deadline past) ends the request's share at once: nobody may read its answer's body.
-      signal.addEventListener("abort", release, { once: true });
-      // A client gone (or a deadline past) ends the request's share at once: nobody may read its answer's body.
-      signal.addEventListener("abort", release, { once: true });
-      const answered = options.answer({ message, principal, signal }, request);
+      if (released) return refuse(499, "client_gone", "the client went away before its request was read");
+      timer = setTimeout(() => {
+        timedOut = true;
+        cancel.abort();
+      }, settings.requestTimeoutMs);
+      const answered = options.answer({ message, principal, signal: cancel.signal, finished }, request);
       // An answer that never comes (its calls cancelled, its Server closed) must not hold the principal's share.
       const ended = new Promise<Response>((resolve) =>
-        signal.addEventListener("abort", () =>
+        cancel.signal.addEventListener("abort", () =>
           resolve(
-            deadline.aborted
+            timedOut
               ? refuse(504, "timeout", `Gateway Timeout: ${timeoutMessage(settings.requestTimeoutMs)}`, cors)
               : refuse(499, "client_gone", "the client went away before its answer; its calls were cancelled"),
-          ))
+          ), { once: true })
       );
       const response = await Promise.race([answered, ended]);
       for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
-      const timedOut = timeoutMessage(settings.requestTimeoutMs);
-      const lastWords = requestIds(message).map((id) =>
-        `event: message\ndata: ${
-          JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32001, message: timedOut } })
-        }\n\n`
-      ).join("");
-      return releasedAfter(response, release, deadline, lastWords);
+      const lastWords = () =>
+        timedOut
+          ? requestIds(message).map((id) =>
+            `event: message\ndata: ${
+              JSON.stringify({
+                jsonrpc: "2.0",
+                id,
+                error: { code: -32001, message: timeoutMessage(settings.requestTimeoutMs) },
+              })
+            }\n\n`
+          ).join("")
+          : "";
+      return releasedAfter(response, release, cancel.signal, lastWords);
     } catch (error) {
       release();
       throw error;

@@ -601,7 +601,7 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
     settings: settings.settings,
     tokens: settings.tokens,
     operator: options.policy.principal,
-    answer: async ({ message, principal, signal }, request) => {
+    answer: async ({ message, principal, signal, finished }, request) => {
       // Negotiated per request: initialize's answer says it, every later request's header repeats it.
       let protocolVersion: string | null = request.headers.get("mcp-protocol-version");
       const connection: Connection = {
@@ -629,16 +629,20 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
         options.ledger.settle();
       };
       await server.connect(transport);
-      // The request's end (its client gone, its deadline past) cancels its calls: closing the Server aborts them.
-      const close = () => void server.close().catch(() => {});
-      signal.addEventListener("abort", close);
+      // Closing the Server aborts what it still runs: on a client gone or a deadline past, its calls are cancelled;
+      // once the request has ended, nothing is left to stop and the Server and transport are let go.
+      let closed = false;
+      const close = () => {
+        if (closed) return;
+        closed = true;
+        signal.removeEventListener("abort", close);
+        void server.close().catch(() => {});
+      };
+      signal.addEventListener("abort", close, { once: true });
+      void finished.then(close);
       const response = await transport.handleRequest(request, {
         parsedBody: Array.isArray(message) ? taken : taken[0],
       });
-      if (!response.body || !streamsAnswer(message)) {
-        signal.removeEventListener("abort", close);
-        close();
-      }
       return response;
     },
   });

@@ -40,7 +40,7 @@ const flags = parseFlags(process.argv.slice(2), {
   blocks: 10,
   clients: 64,
   throughput: 4000,
-  "rss-calls": 100000,
+  rssCalls: 100000,
   runtime: "both",
 });
 const runtimes = runtimesOf(flags.runtime);
@@ -68,6 +68,7 @@ function start(contender) {
       }
     });
     child.on("exit", (code) => reject(new Error(`${contender.name} exited (${code}):\n${stderr}`)));
+    setTimeout(() => reject(new Error(`${contender.name} did not say it listens within 30 s:\n${stderr}`)), 30_000).unref();
   });
 }
 
@@ -87,7 +88,7 @@ function contendersFor(runtime, ledger) {
         String(Math.max(16, flags.clients)),
       ],
       cwd: repoRoot,
-      env: childEnv({ WARDEN_TOOLS_DIR: fixtureTools[runtime], WARDEN_LEDGER: ledger, WARDEN_LOG_LEVEL: "warn" }),
+      env: childEnv({ WARDEN_TOOLS_DIR: fixtureTools[runtime], WARDEN_LEDGER: ledger }),
       tool: "fixture_echo",
     },
     {
@@ -178,7 +179,7 @@ for (const runtime of runtimes) {
     const done = flags.blocks * (perBlock + flags.throughput) + 200;
     const rss = new Map();
     for (const server of servers) {
-      if (flags["rss-calls"] > done) await burst(server, agents.get(server), flags["rss-calls"] - done);
+      if (flags.rssCalls > done) await burst(server, agents.get(server), flags.rssCalls - done);
       rss.set(server, rssMb(server.child.pid));
     }
     results.push({ runtime, servers, latency, rates, rss });
@@ -192,7 +193,7 @@ for (const runtime of runtimes) {
 print("## Streamable HTTP: warden against the SDK's example server");
 print();
 print(
-  `Stateless Streamable HTTP on loopback, a trivial tool (warden's fixture_echo, the peer's echo), keep-alive connections. Round trip: ${flags.blocks} blocks of ${perBlock} sequential calls, µs from the request to the end of its answer (an SSE stream for both), median and p99 over each block, then the median of blocks. Throughput: in the same turns, ${flags.clients} clients calling at once, ${flags.throughput} calls a block, median calls/s. RSS: each server's resident memory after ${flags["rss-calls"]} calls. Targets: warden ≤ 1.0× the peer's latency and ≥ 1.0× its throughput.`,
+  `Stateless Streamable HTTP on loopback, a trivial tool (warden's fixture_echo, the peer's echo), keep-alive connections. Round trip: ${flags.blocks} blocks of ${perBlock} sequential calls, µs from the request to the end of its answer (an SSE stream for both), median and p99 over each block, then the median of blocks. Throughput: in the same turns, ${flags.clients} clients calling at once, ${flags.throughput} calls a block, median calls/s. RSS: each server's resident memory after ${flags.rssCalls} calls. Targets: warden ≤ 1.0× the peer's latency and ≥ 1.0× its throughput.`,
 );
 print();
 for (const line of environmentLines(runtimes, peerVersions)) print(line);
