@@ -1,5 +1,5 @@
 // Byte arrays joined end to end: what the stdio transport, the plugin
-// runtime and ctx.fetch each do with the chunks a stream hands them.
+// runtime, ctx.fetch and an HTTP request's body each do with the chunks a stream hands them.
 
 /** A new array holding `parts` in order; `size`, when the caller counted it already, saves a pass. */
 export function concatBytes(parts: readonly Uint8Array[], size?: number): Uint8Array {

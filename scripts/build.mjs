@@ -288,38 +288,27 @@ await build({
   legalComments: "external",
 });
 
-// deno runs core/ from source but takes the SDK from this one bundle (see deno.json "imports").
-await build({
-  absWorkingDir: root,
-  entryPoints: ["scripts/mcp_sdk_entry.mjs"],
-  outfile: "dist/vendor/mcp-sdk.js",
-  plugins: [withoutAjv],
-  bundle: true,
-  format: "esm",
-  platform: "neutral",
-  mainFields: ["module", "main"],
-  target: "es2022",
-  minify: !process.env.WARDEN_NO_MINIFY,
-  legalComments: "external",
-  banner: { js: '// @ts-self-types="./mcp-sdk.d.ts"' },
-  logLevel: "warning",
-});
+/** One vendor bundle deno loads instead of the SDK's modules (see deno.json "imports"), typed by its `.d.ts`. */
+const vendorBundle = (entry, name) =>
+  build({
+    absWorkingDir: root,
+    entryPoints: [entry],
+    outfile: `dist/vendor/${name}.js`,
+    plugins: [withoutAjv],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    mainFields: ["module", "main"],
+    target: "es2022",
+    minify: !process.env.WARDEN_NO_MINIFY,
+    legalComments: "external",
+    banner: { js: `// @ts-self-types="./${name}.d.ts"` },
+    logLevel: "warning",
+  });
+// deno runs core/ from source but takes the SDK from this one bundle.
+await vendorBundle("scripts/mcp_sdk_entry.mjs", "mcp-sdk");
 // The HTTP transport, apart: a stdio server never loads it (it brings its own copy of the SDK's message schemas).
-await build({
-  absWorkingDir: root,
-  entryPoints: ["@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"],
-  outfile: "dist/vendor/mcp-sdk-http.js",
-  plugins: [withoutAjv],
-  bundle: true,
-  format: "esm",
-  platform: "neutral",
-  mainFields: ["module", "main"],
-  target: "es2022",
-  minify: !process.env.WARDEN_NO_MINIFY,
-  legalComments: "external",
-  banner: { js: '// @ts-self-types="./mcp-sdk-http.d.ts"' },
-  logLevel: "warning",
-});
+await vendorBundle("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js", "mcp-sdk-http");
 await writeFile(
   new URL("../dist/vendor/mcp-sdk-http.d.ts", import.meta.url),
   'export { WebStandardStreamableHTTPServerTransport } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/server/webStandardStreamableHttp.d.ts";\n',

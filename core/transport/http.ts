@@ -4,6 +4,7 @@
 // names the principal), the method, the body's size and JSON, the principal's
 // share of the server, and a deadline. A refusal says what was wrong and how
 // to fix it, and costs the server nothing but the answer.
+import { concatBytes } from "../bytes.ts";
 import type { HttpSettings } from "../config.ts";
 import { problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
@@ -106,13 +107,7 @@ async function boundedBody(request: Request, max: number): Promise<Uint8Array | 
     }
     chunks.push(value);
   }
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return body;
+  return concatBytes(chunks, size);
 }
 
 /** The ids of the requests in a JSON-RPC message or batch. */

@@ -18,6 +18,12 @@ const peerSources = fileURLToPath(new URL("./peers/", import.meta.url));
 
 /** The protocol version every contender is initialized with. */
 export const PROTOCOL_VERSION = "2025-11-25";
+
+/** warden's test fixture tools (fixture_echo and the rest) as each runtime loads them: node the build, deno the source. */
+export const fixtureTools = Object.freeze({
+  node: path.join(repoRoot, "dist/test/fixtures/tools"),
+  deno: path.join(repoRoot, "test/fixtures/tools"),
+});
 /**
  * The permission flags `deno task start` grants warden, read from deno.json
  * (a test keeps that task equal to core/platform/mod.ts DENO_RUN_FLAGS).

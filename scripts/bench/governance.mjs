@@ -19,6 +19,7 @@ import {
   contendersFor,
   denoBinary,
   ensureBuilt,
+  fixtureTools,
   markdownTable,
   median,
   parseFlags,
@@ -36,10 +37,6 @@ const flags = parseFlags(process.argv.slice(2), {
   inflight: 4000,
 });
 ensureBuilt({ tests: true });
-const fixtureTools = {
-  node: path.join(repoRoot, "dist/test/fixtures/tools"),
-  deno: path.join(repoRoot, "test/fixtures/tools"),
-};
 
 /** Median over blocks of the median round trip (µs) of warden's trivial fixture_echo. */
 async function roundTripUs(runtime) {

@@ -20,6 +20,7 @@ import {
   environmentLines,
   fail,
   fixed,
+  fixtureTools,
   markdownTable,
   median,
   note,
@@ -48,11 +49,6 @@ ensureBuilt({ tests: runtimes.includes("node") });
 const peerVersions = preparePeers();
 if (runtimes.includes("deno")) verifyDenoPeerResolution(denoBinary());
 
-const fixtureTools = {
-  node: path.join(repoRoot, "dist/test/fixtures/tools"),
-  deno: path.join(repoRoot, "test/fixtures/tools"),
-};
-
 /** Starts a contender and resolves once its `listening` line names its port. */
 function start(contender) {
   const child = spawn(contender.command, contender.args, { cwd: contender.cwd, env: contender.env });
@@ -68,7 +64,8 @@ function start(contender) {
       }
     });
     child.on("exit", (code) => reject(new Error(`${contender.name} exited (${code}):\n${stderr}`)));
-    setTimeout(() => reject(new Error(`${contender.name} did not say it listens within 30 s:\n${stderr}`)), 30_000).unref();
+    setTimeout(() => reject(new Error(`${contender.name} did not say it listens within 30 s:\n${stderr}`)), 30_000)
+      .unref();
   });
 }
 
@@ -79,7 +76,9 @@ function contendersFor(runtime, ledger) {
       name: "warden",
       command: runtime === "node" ? process.execPath : deno,
       args: [
-        ...(runtime === "node" ? [path.join(repoRoot, "dist/core/main.js")] : ["run", ...WARDEN_DENO_FLAGS, "core/main.ts"]),
+        ...(runtime === "node"
+          ? [path.join(repoRoot, "dist/core/main.js")]
+          : ["run", ...WARDEN_DENO_FLAGS, "core/main.ts"]),
         "serve",
         "--http",
         "--port",

@@ -27,6 +27,7 @@ import {
   environmentLines,
   fail,
   fixed,
+  fixtureTools,
   markdownTable,
   median,
   note,
@@ -71,11 +72,6 @@ const runtimes = runtimesOf(flags.runtime);
 const callRuntimes = flags.startupOnly ? [] : runtimes;
 const perBlock = Math.ceil(flags.calls / flags.blocks);
 ensureBuilt({ tests: callRuntimes.includes("node") });
-
-const fixtureTools = {
-  node: path.join(repoRoot, "dist/test/fixtures/tools"),
-  deno: path.join(repoRoot, "test/fixtures/tools"),
-};
 
 // ---------------------------------------------------------------------------
 // The 100 plugins

@@ -14,6 +14,7 @@ import {
   environmentLines,
   fail,
   fixed,
+  fixtureTools,
   markdownTable,
   note,
   parseFlags,
@@ -36,11 +37,6 @@ const perBlock = Math.ceil(flags.calls / flags.blocks);
 ensureBuilt({ tests: runtimes.includes("node") });
 const peerVersions = preparePeers();
 if (runtimes.includes("deno")) verifyDenoPeerResolution(denoBinary());
-
-const fixtureTools = {
-  node: path.join(repoRoot, "dist/test/fixtures/tools"),
-  deno: path.join(repoRoot, "test/fixtures/tools"),
-};
 
 /** One sequential call; returns its round trip in microseconds. */
 async function call(server) {

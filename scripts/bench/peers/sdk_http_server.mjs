@@ -30,7 +30,9 @@ app.post("/mcp", async (req, res) => {
       server.close();
     });
   } catch {
-    if (!res.headersSent) res.status(500).json({ jsonrpc: "2.0", error: { code: -32603, message: "Internal server error" }, id: null });
+    if (!res.headersSent) {
+      res.status(500).json({ jsonrpc: "2.0", error: { code: -32603, message: "Internal server error" }, id: null });
+    }
   }
 });
 const listener = app.listen(0, "127.0.0.1", () => {
