@@ -330,6 +330,8 @@ describe(`serve --http (${runtimeName})`, () => {
         "2KiB",
         "--request-timeout",
         "2s",
+        "--require-principal",
+        "fixture_echo",
       ], { WARDEN_LEDGER: ledger });
     });
     after(async () => {
@@ -363,6 +365,7 @@ describe(`serve --http (${runtimeName})`, () => {
       for (const [token, text] of [[alice, "from alice"], [bob, "from bob"]]) {
         const client = await httpClient(server.url, token);
         const result = await client.callTool({ name: "fixture_echo", arguments: { text } });
+        assert.equal(result.isError, undefined, "--require-principal: the token's principal is the call's");
         assert.match(textOf(result), new RegExp(text));
         await client.close();
       }
@@ -444,6 +447,20 @@ describe(`serve --http (${runtimeName})`, () => {
   });
 
   describe("start and stop", () => {
+    it("judges a call by its principal: a tool that needs one is refused where no token names one", async () => {
+      const ledger = tempDir("warden-http-policy-");
+      const server = await startHttp(["--require-principal", "fixture_echo"], { WARDEN_LEDGER: ledger.dir });
+      try {
+        const refused = answerOf(await raw(server.port, { body: call(1, "fixture_echo", { text: "x" }) }));
+        assert.equal(refused.result.isError, true);
+        assert.equal(refused.result._meta["warden/error_code"], "policy_denied");
+        assert.match(refused.result.content[0].text, /needs a principal and this server has none/);
+      } finally {
+        await server.stop();
+        ledger.remove();
+      }
+    });
+
     it("refuses to serve a non-loopback address without tokens, and says how to fix it", async () => {
       const { code, stderr } = await runWarden(["serve", "--http", "--host", "0.0.0.0", "--port", "0"]);
       assert.equal(code, 2);
