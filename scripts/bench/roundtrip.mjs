@@ -5,7 +5,6 @@
 // sequential calls each, so that noise on the machine spreads over all.
 //
 //   node scripts/bench/roundtrip.mjs [--calls 2000] [--warmup 200] [--blocks 20] [--runtime node|deno|both]
-import path from "node:path";
 import {
   blockStats,
   contendersFor,
@@ -21,7 +20,6 @@ import {
   preparePeers,
   print,
   ratio,
-  repoRoot,
   rotate,
   runtimesOf,
   startInitialized,
