@@ -1,5 +1,6 @@
 // `warden init`: registers warden with a project's agent, in the file that agent reads at the project's root, with
 // the package pinned to this version, so that everyone who opens the project starts the same warden.
+import path from "node:path";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
 
@@ -19,29 +20,53 @@ const FILES: Readonly<Record<Exclude<Client, "codex">, { file: string; key: stri
     vscode: { file: ".vscode/mcp.json", key: "servers", stdioType: true },
   });
 
-const USAGE = "use: warden init [--client claude|cursor|vscode|codex] [--print] [--force]";
+const USAGE =
+  "use: warden init [--client claude|cursor|vscode|codex] [--runtime node|deno] [--project <dir>] [--print] [--force]";
+
+/** A server's command line with absolute paths, as `warden command --runtime <runtime>` prints it. */
+export interface RuntimeCommand {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+}
 
 /** The command an agent starts: the package, pinned, through npx. */
 export function npxCommand(name: string, version: string): { command: string; args: string[] } {
   return { command: "npx", args: ["-y", `${name}@${version}`] };
 }
 
-/** warden's entry in `client`'s file. */
-export function serverEntry(client: Exclude<Client, "codex">, name: string, version: string): JsonObject {
-  const { command, args } = npxCommand(name, version);
-  return FILES[client].stdioType ? { type: "stdio", command, args } : { command, args };
+/** warden's entry in `client`'s file: the pinned package through npx, or `runtime`'s command with absolute paths. */
+export function serverEntry(
+  client: Exclude<Client, "codex">,
+  name: string,
+  version: string,
+  runtime?: RuntimeCommand,
+): JsonObject {
+  const { command, args } = runtime ?? npxCommand(name, version);
+  const env = runtime && Object.keys(runtime.env).length > 0 ? { env: { ...runtime.env } } : {};
+  return FILES[client].stdioType
+    ? { type: "stdio", command, args: [...args], ...env }
+    : { command, args: [...args], ...env };
+}
+
+/** The lines of warden's entry before and after, as `JSON.stringify(value, null, 2)` writes them, `-` and `+`. */
+export function entryDiff(before: unknown, after: unknown): string {
+  const lines = (value: unknown) => value === undefined ? [] : JSON.stringify(value, null, 2).split("\n");
+  return [...lines(before).map((line) => `- ${line}`), ...lines(after).map((line) => `+ ${line}`)].join("\n");
 }
 
 /** Codex's two forms: its `codex mcp add` line and the TOML table for `~/.codex/config.toml`. */
-export function codexLines(name: string, version: string): string {
-  const { command, args } = npxCommand(name, version);
+export function codexLines(name: string, version: string, runtime?: RuntimeCommand): string {
+  const { command, args } = runtime ?? npxCommand(name, version);
+  const env = runtime ? Object.entries(runtime.env) : [];
   return [
-    `codex mcp add warden -- ${command} ${args.join(" ")}`,
+    `codex mcp add warden ${env.map(([k, v]) => `--env ${k}=${v} `).join("")}-- ${command} ${args.join(" ")}`,
     "",
     "# or in ~/.codex/config.toml:",
     "[mcp_servers.warden]",
     `command = ${JSON.stringify(command)}`,
     `args = [${args.map((arg) => JSON.stringify(arg)).join(", ")}]`,
+    ...(env.length > 0 ? [`env = { ${env.map(([k, v]) => `${k} = ${JSON.stringify(v)}`).join(", ")} }`] : []),
     "",
   ].join("\n");
 }
@@ -73,7 +98,7 @@ export function merged(
   key: string,
   entry: JsonObject,
   force: boolean,
-): { text: string; changed: boolean } {
+): { text: string; changed: boolean; previous: unknown } {
   let config: unknown = {};
   if (existing !== null && existing.trim() !== "") {
     try {
@@ -107,7 +132,7 @@ export function merged(
     );
   }
   const current = servers.warden;
-  if (current !== undefined && sameJson(current, entry)) return { text: existing!, changed: false };
+  if (current !== undefined && sameJson(current, entry)) return { text: existing!, changed: false, previous: current };
   if (current !== undefined && !force) {
     throw new WardenError(
       "config_invalid",
@@ -119,35 +144,62 @@ export function merged(
     );
   }
   const next = { ...config, [key]: { ...servers, warden: entry } };
-  return { text: JSON.stringify(next, null, 2) + "\n", changed: true };
+  return { text: JSON.stringify(next, null, 2) + "\n", changed: true, previous: current };
 }
 
 /**
- * `warden init [--client claude|cursor|vscode|codex] [--print] [--force]`: writes warden's entry into the client's
- * file under `project` (Claude Code's `.mcp.json` unless told), or with `--print` prints it; for Codex, whose
- * configuration is the user's, prints its command and TOML.
+ * `warden init [--client claude|cursor|vscode|codex] [--runtime node|deno] [--project <dir>] [--print] [--force]`:
+ * writes warden's entry into the client's file in the project (the current directory unless `--project`; Claude Code's
+ * `.mcp.json` unless told), or with `--print` prints it; for Codex, whose configuration is the user's, prints its
+ * command and TOML. The entry starts the pinned package through npx, or with `--runtime` the command
+ * `warden command --runtime <runtime>` prints, with absolute paths (`commandFor` makes it). What changed in the file
+ * is shown as a diff of warden's entry.
  */
 export async function initCommand(
   pkg: { readonly name: string; readonly version: string },
-  project: string,
+  cwd: string,
   args: readonly string[],
+  commandFor?: (runtime: "node" | "deno") => Promise<RuntimeCommand>,
 ): Promise<number> {
   let client: Client = "claude";
   let print = false;
   let force = false;
+  let runtime: "node" | "deno" | undefined;
+  let project = cwd;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i];
+    const flag = arg.startsWith("--") ? arg.split("=")[0] : arg;
+    const value = () => (arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[++i]);
     if (arg === "--print") print = true;
     else if (arg === "--force") force = true;
-    else if (arg === "--client" || arg.startsWith("--client=")) {
-      const value = arg === "--client" ? args[++i] : arg.slice("--client=".length);
-      if (!(CLIENTS as readonly string[]).includes(value ?? "")) {
+    else if (flag === "--client") {
+      const given = value();
+      if (!(CLIENTS as readonly string[]).includes(given ?? "")) {
         throw new WardenError(
           "config_invalid",
-          problem("Invalid --client", `expected ${CLIENTS.join(", ")}, received ${received(value)}`),
+          problem("Invalid --client", `expected ${CLIENTS.join(", ")}, received ${received(given)}`),
         );
       }
-      client = value as Client;
+      client = given as Client;
+    } else if (flag === "--runtime") {
+      const given = value();
+      if (given !== "node" && given !== "deno") {
+        throw new WardenError(
+          "config_invalid",
+          problem("Invalid --runtime", `expected node or deno, received ${received(given)}`),
+        );
+      }
+      runtime = given;
+    } else if (flag === "--project") {
+      const given = value();
+      const dir = given ? path.resolve(cwd, given) : "";
+      if (!given || !(await platform().fs.stat(dir).catch(() => null))?.isDirectory) {
+        throw new WardenError(
+          "config_invalid",
+          problem("Invalid --project", `expected the project's directory, received ${received(given)}`, USAGE),
+        );
+      }
+      project = dir;
     } else {
       throw new WardenError(
         "config_invalid",
@@ -155,17 +207,19 @@ export async function initCommand(
       );
     }
   }
+  // core/main.ts passes the command maker whenever --runtime is given.
+  const command = runtime === undefined || commandFor === undefined ? undefined : await commandFor(runtime);
   if (client === "codex") {
-    platform().writeStdout(codexLines(pkg.name, pkg.version));
+    platform().writeStdout(codexLines(pkg.name, pkg.version, command));
     return 0;
   }
   const { file, key } = FILES[client];
-  const entry = serverEntry(client, pkg.name, pkg.version);
+  const entry = serverEntry(client, pkg.name, pkg.version, command);
   if (print) {
     platform().writeStdout(JSON.stringify({ [key]: { warden: entry } }, null, 2) + "\n");
     return 0;
   }
-  const target = `${project.replace(/[\\/]$/, "")}/${file}`;
+  const target = path.join(project, file);
   const found = platform().fs.lstatSync(target);
   if (found && !found.isFile) {
     throw new WardenError(
@@ -174,19 +228,16 @@ export async function initCommand(
     );
   }
   const existing = found ? await platform().fs.readTextFile(target) : null;
-  const { text, changed } = merged(existing, file, key, entry, force);
+  const { text, changed, previous } = merged(existing, file, key, entry, force);
+  const startsAs = `${entry.command} ${(entry.args as string[]).join(" ")}`;
   if (!changed) {
-    platform().writeStdout(
-      `${file} already registers warden as ${entry.command} ${(entry.args as string[]).join(" ")}\n`,
-    );
+    platform().writeStdout(`${file} already registers warden as ${startsAs}\n`);
     return 0;
   }
-  await platform().fs.mkdir(target.slice(0, target.lastIndexOf("/")));
+  await platform().fs.mkdir(path.dirname(target));
   await platform().fs.writeFileAtomic(target, text);
   platform().writeStdout(
-    `${existing === null ? "wrote" : "updated"} ${file}: warden starts as ${entry.command} ${
-      (entry.args as string[]).join(" ")
-    }\n`,
+    `${existing === null ? "wrote" : "updated"} ${file}: warden starts as ${startsAs}\n${entryDiff(previous, entry)}\n`,
   );
   return 0;
 }

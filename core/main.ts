@@ -65,9 +65,11 @@ Usage:
   warden doctor [--json]            each setting's path and where it came from, and
                                     what warden needs here; exit 1 on a problem
   warden ledger verify [--json]     check the call ledger's hash chains
-  warden init [--client claude|cursor|vscode|codex] [--print] [--force]
+  warden init [--client claude|cursor|vscode|codex] [--runtime node|deno]
+              [--project <dir>] [--print] [--force]
                                     register warden with this project's agent
-                                    (npx -y ${pkg.name}@${pkg.version})
+                                    (npx -y ${pkg.name}@${pkg.version}, or with
+                                    --runtime its command, absolute paths)
   warden command [--runtime node|deno] [--node-permission] [--json]
                                     the command that registers this server,
                                     with exactly the permissions it needs
@@ -264,7 +266,9 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command !== "serve" && !SHELL_COMMANDS.includes(command)) {
     throw new WardenError("config_invalid", `Unknown command "${command}": run "warden help" for the commands`);
   }
-  if (command === "init") {
+  // With --runtime, init writes the command `warden command` prints, which the catalog decides (below).
+  const initRuntime = command === "init" && args.some((arg) => arg === "--runtime" || arg.startsWith("--runtime="));
+  if (command === "init" && !initRuntime) {
     const { initCommand } = await import("./init.ts");
     return await initCommand(pkg, platform().cwd(), args);
   }
@@ -376,11 +380,29 @@ async function main(argv: readonly string[]): Promise<number> {
   // Only commands that run tools need the ledger directory and the programs.
   if (command === "serve" || command === "call") {
     await Promise.all([ledger.prepare(), spawner.resolve(programs)]);
-  } else if (command === "command") {
+  } else if (command === "command" || command === "init") {
     await spawner.resolve(programs);
   }
   if (command === "command") {
     return registrationCommand(install, config, argv, catalog, spawner, plugins.records, args);
+  }
+  if (command === "init") {
+    const { initCommand } = await import("./init.ts");
+    return await initCommand(pkg, platform().cwd(), args, async (runtime) => {
+      const needs = await needsOf(install, config, catalog, spawner, plugins.records, false, runtime);
+      const server = serverCommand(install, config, argv, needs, runtime);
+      if (path.isAbsolute(server.command)) return server;
+      // node from deno (or npx for an installed package) is a name: the file gets the path it has in PATH now.
+      await spawner.resolve([server.command]);
+      const found = spawner.programs().get(server.command);
+      if (!found) {
+        throw new WardenError(
+          "config_invalid",
+          `Cannot register warden with --runtime ${runtime}: "${server.command}" is not in PATH; install it first`,
+        );
+      }
+      return { ...server, command: found };
+    });
   }
   const needs = await needsOf(install, config, catalog, spawner, plugins.records, fromSource);
   const confinement = confinementOf(needs);

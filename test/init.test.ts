@@ -151,6 +151,72 @@ describe(`warden init (${runtimeName})`, () => {
     }
   });
 
+  it("--runtime writes the command warden command prints, with absolute paths, into --project's file", async () => {
+    const elsewhere = tempDir("warden-init-cwd-");
+    const project = tempDir("warden-init-project-");
+    try {
+      const printed = JSON.parse((await runWarden(["command", "--runtime", "node", "--json"])).stdout);
+      const node = await runWarden(["init", "--runtime", "node", "--project", project.dir], { cwd: elsewhere.dir });
+      assert.equal(node.code, 0, node.stderr);
+      const written = JSON.parse(readFileSync(path.join(project.dir, ".mcp.json"), "utf8"));
+      const { warden } = written.mcpServers;
+      assert.deepEqual(Object.keys(warden), ["command", "args"]);
+      assert.deepEqual(warden.args, printed.args);
+      // The same program, by its path (under deno, warden command names node as it is called in PATH).
+      assert.ok(path.isAbsolute(warden.command), warden.command);
+      assert.equal(path.basename(warden.command), path.basename(printed.command));
+      assert.equal(written.mcpServers.warden.args[0], path.join(repoRoot, "dist", "core", "main.js"));
+      assert.deepEqual(readdirSync(elsewhere.dir), [], "nothing written where it ran");
+      assert.match(node.stdout, /^wrote \.mcp\.json: warden starts as \/\S+ \/\S+main\.js/);
+      assert.match(node.stdout, /\n\+ \{\n\+ {3}"command": /, "the diff shows the entry added");
+
+      const deno = await runWarden(
+        ["init", "--runtime=deno", "--client", "vscode", `--project=${project.dir}`],
+        { cwd: elsewhere.dir },
+      );
+      assert.equal(deno.code, 0, deno.stderr);
+      const entry = JSON.parse(readFileSync(path.join(project.dir, ".vscode", "mcp.json"), "utf8")).servers.warden;
+      assert.equal(entry.type, "stdio");
+      assert.match(entry.command, /\/deno$/);
+      assert.ok(path.isAbsolute(entry.command));
+      assert.equal(entry.args[0], "run");
+      assert.ok(entry.args.some((arg: string) => arg.startsWith("--allow-read=")), "deno gets only what it needs");
+      assert.ok(entry.args.includes(path.join(repoRoot, "dist", "core", "main.js")), "deno runs the build");
+      assert.deepEqual(entry.env, { DENO_NO_UPDATE_CHECK: "1" });
+
+      // A different entry is refused, then replaced with --force: the diff shows what went and what came.
+      const refused = await runWarden(["init", "--project", project.dir]);
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /\.mcp\.json already registers warden/);
+      const replaced = await runWarden(["init", "--project", project.dir, "--force"]);
+      assert.equal(replaced.code, 0, replaced.stderr);
+      assert.match(
+        replaced.stdout,
+        new RegExp(`\\n-   "command": ${JSON.stringify(warden.command).replace(/[/.]/g, "\\$&")},`),
+      );
+      assert.match(replaced.stdout, /\n\+ {3}"command": "npx",/);
+      assert.deepEqual(JSON.parse(readFileSync(path.join(project.dir, ".mcp.json"), "utf8")).mcpServers.warden, PINNED);
+    } finally {
+      elsewhere.remove();
+      project.remove();
+    }
+  });
+
+  it("refuses a --runtime or a --project it cannot use, writing nothing", async () => {
+    const runtime = await init(["--runtime", "bun"]);
+    const project = await init(["--project", "no/such/dir"]);
+    try {
+      assert.equal(runtime.code, 2);
+      assert.match(runtime.stderr, /Invalid --runtime: expected node or deno, received "bun"/);
+      assert.equal(project.code, 2);
+      assert.match(project.stderr, /Invalid --project: expected the project's directory, received "no\/such\/dir"/);
+      assert.deepEqual([...readdirSync(runtime.dir), ...readdirSync(project.dir)], []);
+    } finally {
+      runtime.remove();
+      project.remove();
+    }
+  });
+
   it("README pins the package to package.json's version wherever it registers it", () => {
     const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
     const pins = [...readme.matchAll(new RegExp(`${pkg.name}@([^\\s"'\\]\`]+)`, "g"))].map((m) => m[1]);
