@@ -332,10 +332,25 @@ async function main(argv: readonly string[]): Promise<number> {
         ...config.roots.map((root) => root.path),
         config.pluginsDir,
         ...(config.sources.projectDir === "project" ? [] : [config.projectDir]),
+        ...(config.http.enabled ? [config.tokensFile] : []),
       ],
       write: [config.ledgerDir],
+      // Over HTTP, the address it listens on (any port for --port 0).
+      net: config.http.enabled
+        ? [
+          (config.http.host.includes(":") ? `[${config.http.host}]` : config.http.host) +
+          (config.http.port === 0 ? "" : `:${config.http.port}`),
+        ]
+        : [],
     });
-    if (missing.length > 0) throw missingPermissions(missing, 'run "warden command" with the same settings');
+    if (missing.length > 0) {
+      throw missingPermissions(
+        missing,
+        config.http.enabled
+          ? `grant them (deno task start serve --http grants what it needs)`
+          : 'run "warden command" with the same settings',
+      );
+    }
   }
   const [fs, withPlugins] = await Promise.all([
     openRoots(config.roots),

@@ -21,6 +21,7 @@ import { hostName, isLoopback } from "../core/transport/http.ts";
 import {
   childEnv,
   fixtureToolsDir,
+  onDeno,
   repoRoot,
   runtimeName,
   runWarden,
@@ -465,6 +466,32 @@ describe(`serve --http (${runtimeName})`, () => {
       const { code, stderr } = await runWarden(["serve", "--http", "--host", "0.0.0.0", "--port", "0"]);
       assert.equal(code, 2);
       assert.match(startupError(stderr), /Refusing to serve HTTP on 0\.0\.0\.0 without tokens.*warden token add/);
+    });
+
+    it("under deno, names the permission it lacks to listen, rather than failing on deno's own error", async () => {
+      const deno = onDeno ? process.execPath : path.join(repoRoot, "node_modules/.bin/deno");
+      const child = spawn(deno, [
+        "run",
+        "--no-prompt",
+        "--allow-read",
+        "--allow-write",
+        "--allow-env",
+        "--allow-sys",
+        "--allow-run",
+        path.join(repoRoot, "dist/core/main.js"),
+        "serve",
+        "--http",
+        "--port",
+        "8799",
+      ], { env: childEnv({ DENO_NO_UPDATE_CHECK: "1" }) });
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      const code = await new Promise((resolve) => child.on("close", resolve));
+      assert.equal(code, 2, stderr);
+      assert.match(
+        startupError(stderr),
+        /^Missing permissions: deno does not grant what this server's catalog and settings need: net 127\.0\.0\.1:8799; grant them/,
+      );
     });
 
     it("refuses malformed settings by name", async () => {
