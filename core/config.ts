@@ -284,6 +284,11 @@ export interface Config {
   readonly http: HttpSettings;
 }
 
+/** `host` and `port` as a URL or deno's --allow-net writes them (an IPv6 address in brackets); no port for null. */
+export function hostAndPort(host: string, port: number | null): string {
+  return (host.includes(":") ? `[${host}]` : host) + (port === null ? "" : `:${port}`);
+}
+
 /** How `warden serve --http` listens and what it accepts. */
 export interface HttpSettings {
   /** Whether the server speaks HTTP (`--http`) instead of stdio. */
@@ -635,10 +640,12 @@ export function parseConfig(
     ? parseCheckNames("WARDEN_ALLOW_UNISOLATED", [unisolatedVar])
     : Object.freeze([]);
 
-  const list = (flag: string, variable: string) =>
-    (flags.get(flag) ?? [env(variable) ?? ""]).flatMap((value) => value.split(",")).map((v) => v.trim()).filter((v) =>
-      v !== ""
-    );
+  /** A `,`-separated list from the flag (repeated) or the variable, each entry parsed with the name it came by. */
+  const list = <T>(flag: string, variable: string, parse: (source: string, text: string) => T): readonly T[] => {
+    const source = flags.has(flag) ? flag : variable;
+    const given = (flags.get(flag) ?? [env(variable) ?? ""]).flatMap((value) => value.split(","));
+    return Object.freeze(given.map((v) => v.trim()).filter((v) => v !== "").map((v) => parse(source, v)));
+  };
   const httpFlag = setting("--http", "WARDEN_HTTP");
   if (httpFlag && !["1", "0", "true", "false"].includes(httpFlag[1])) {
     throw new WardenError(
@@ -653,16 +660,8 @@ export function parseConfig(
     enabled: httpFlag !== undefined && (httpFlag[1] === "1" || httpFlag[1] === "true"),
     host: hostSetting ? parseHostName(hostSetting[0], hostSetting[1]) : "127.0.0.1",
     port: count("--port", "WARDEN_HTTP_PORT", 8790, 0, 65535),
-    allowedHosts: Object.freeze(
-      list("--allowed-host", "WARDEN_ALLOWED_HOSTS").map((h) =>
-        parseHostName(flags.has("--allowed-host") ? "--allowed-host" : "WARDEN_ALLOWED_HOSTS", h)
-      ),
-    ),
-    allowedOrigins: Object.freeze(
-      list("--allowed-origin", "WARDEN_ALLOWED_ORIGINS").map((o) =>
-        parseOrigin(flags.has("--allowed-origin") ? "--allowed-origin" : "WARDEN_ALLOWED_ORIGINS", o)
-      ),
-    ),
+    allowedHosts: list("--allowed-host", "WARDEN_ALLOWED_HOSTS", parseHostName),
+    allowedOrigins: list("--allowed-origin", "WARDEN_ALLOWED_ORIGINS", parseOrigin),
     maxBodyBytes: maxBody ? parseSize(maxBody[0], maxBody[1], 1024, 64 << 20) : 4 << 20,
     maxCallsPerPrincipal: count("--max-calls", "WARDEN_HTTP_MAX_CALLS", 16, 1, 1024),
     requestTimeoutMs: requestTimeout

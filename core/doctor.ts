@@ -4,7 +4,7 @@
 // 0 when nothing is wrong, 1 otherwise, each problem with its fix. It prints
 // the settings' own paths and nothing else of the environment.
 import path from "node:path";
-import { type Config, PATH_SETTINGS, type PathSetting } from "./config.ts";
+import { type Config, hostAndPort, PATH_SETTINGS, type PathSetting } from "./config.ts";
 import { messageOf } from "./errors.ts";
 import { platform } from "./platform/mod.ts";
 import type { Confinement } from "./platform/confinement.ts";
@@ -144,7 +144,7 @@ async function settingCheck(input: DoctorInput, key: PathSetting): Promise<Docto
 /** What `serve --http` would do with these settings: where it listens, and whether it would start. */
 async function httpCheck(config: Config): Promise<Omit<DoctorCheck, "name" | "source">> {
   const { host, port } = config.http;
-  const value = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const value = hostAndPort(host, port);
   let tokens: number;
   try {
     tokens = (await readTokens(config.tokensFile)).length;

@@ -5,7 +5,7 @@ import path from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
 import type { CommandEnv } from "./cli.ts";
-import { type Config, parseConfig, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
+import { type Config, hostAndPort, parseConfig, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/trust/presence.ts";
@@ -336,12 +336,7 @@ async function main(argv: readonly string[]): Promise<number> {
       ],
       write: [config.ledgerDir],
       // Over HTTP, the address it listens on (any port for --port 0).
-      net: config.http.enabled
-        ? [
-          (config.http.host.includes(":") ? `[${config.http.host}]` : config.http.host) +
-          (config.http.port === 0 ? "" : `:${config.http.port}`),
-        ]
-        : [],
+      net: config.http.enabled ? [hostAndPort(config.http.host, config.http.port === 0 ? null : config.http.port)] : [],
     });
     if (missing.length > 0) {
       throw missingPermissions(

@@ -23,9 +23,10 @@ export interface HttpCall {
   readonly message: unknown;
   /** Who made it: the token's principal, or the operator's (`--principal`) where no token is configured. */
   readonly principal: string | null;
-  /** Aborts when the client goes away or the request's deadline passes: its calls are cancelled. */
-  readonly signal: AbortSignal;
-  /** Resolves once the request has ended, its answer sent or given up: what it holds may go. */
+  /**
+   * Resolves once the request has ended: answered, refused, its client gone or its deadline past. What it still runs
+   * is then cancelled, and what it holds may go.
+   */
   readonly finished: Promise<void>;
 }
 
@@ -34,7 +35,7 @@ export interface HttpFrontOptions {
   readonly tokens: readonly TokenEntry[];
   /** The principal of every request where no token is configured. */
   readonly operator: string | null;
-  /** Answers an MCP POST that passed the front; `done` is called once its answer is sent (or abandoned). */
+  /** Answers an MCP POST that passed the front. */
   readonly answer: (call: HttpCall, request: Request) => Promise<Response>;
 }
 
@@ -345,7 +346,7 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
         timedOut = true;
         cancel.abort();
       }, settings.requestTimeoutMs);
-      const answered = options.answer({ message, principal, signal: cancel.signal, finished }, request);
+      const answered = options.answer({ message, principal, finished }, request);
       // An answer that never comes (its calls cancelled, its Server closed) must not hold the principal's share.
       const ended = new Promise<Response>((resolve) =>
         cancel.signal.addEventListener("abort", () =>

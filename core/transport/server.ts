@@ -19,7 +19,7 @@ import { CLIENT_LOG_LEVELS, type ClientLogLevel, type HostFacts } from "../tool.
 import type { JobHost } from "../jobs/tools.ts";
 import { decide } from "../governance/policy.ts";
 import { WardenError } from "../errors.ts";
-import type { HttpSettings } from "../config.ts";
+import { hostAndPort, type HttpSettings } from "../config.ts";
 import type { TokenEntry } from "./tokens.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
@@ -585,7 +585,7 @@ export const HTTP_DRAIN_MS = 10_000;
  * answer any request. JSON answers a request; SSE a tools/call, whose progress and logs go out as it runs. Stops on SIGTERM or SIGINT:
  * new requests get 503, those in flight are answered (or, after HTTP_DRAIN_MS, cancelled), the ledger is sealed.
  */
-async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptions["http"]>): Promise<Served> {
+async function serveHttp(options: ServeOptions, http: NonNullable<ServeOptions["http"]>): Promise<Served> {
   const [{ WebStandardStreamableHTTPServerTransport }, { MCP_PATH, startHttpFront }] = await Promise.all([
     import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
     import("./http.ts"),
@@ -598,10 +598,10 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
     return policy;
   };
   const front = await startHttpFront({
-    settings: settings.settings,
-    tokens: settings.tokens,
+    settings: http.settings,
+    tokens: http.tokens,
     operator: options.policy.principal,
-    answer: async ({ message, principal, signal, finished }, request) => {
+    answer: async ({ message, principal, finished }, request) => {
       // Negotiated per request: initialize's answer says it, every later request's header repeats it.
       let protocolVersion: string | null = request.headers.get("mcp-protocol-version");
       const connection: Connection = {
@@ -629,25 +629,14 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
         options.ledger.settle();
       };
       await server.connect(transport);
-      // Closing the Server aborts what it still runs: on a client gone or a deadline past, its calls are cancelled;
-      // once the request has ended, nothing is left to stop and the Server and transport are let go.
-      let closed = false;
-      const close = () => {
-        if (closed) return;
-        closed = true;
-        signal.removeEventListener("abort", close);
-        void server.close().catch(() => {});
-      };
-      signal.addEventListener("abort", close, { once: true });
-      void finished.then(close);
-      const response = await transport.handleRequest(request, {
-        parsedBody: Array.isArray(message) ? taken : taken[0],
-      });
-      return response;
+      // Closing the Server aborts what it still runs (a client gone, a deadline past: its calls are cancelled) and
+      // lets it and its transport go.
+      void finished.then(() => server.close()).catch(() => {});
+      return transport.handleRequest(request, { parsedBody: Array.isArray(message) ? taken : taken[0] });
     },
   });
   protocol.startDeferred();
-  log("info", "listening", { transport: "http", host: settings.settings.host, port: front.port, path: "/mcp" });
+  log("info", "listening", { transport: "http", host: http.settings.host, port: front.port, path: MCP_PATH });
   let stopping = false;
   const stop = (signalName: string) => {
     if (stopping) return;
@@ -664,8 +653,7 @@ async function serveHttp(options: ServeOptions, settings: NonNullable<ServeOptio
   };
   platform().onTerminate(() => stop("SIGTERM"));
   platform().onInterrupt(() => stop("SIGINT"));
-  const host = settings.settings.host;
-  return { url: `http://${host.includes(":") ? `[${host}]` : host}:${front.port}${MCP_PATH}` };
+  return { url: `http://${hostAndPort(http.settings.host, front.port)}${MCP_PATH}` };
 }
 
 /** A request handler as the SDK stores it. */

@@ -2,6 +2,7 @@
 // tokens: `sha256:<hex> <principal>` a line, so a copy of the file (a backup,
 // a dotfiles repository) lets nobody in. `warden token add` makes a token,
 // prints it once and keeps its hash.
+import path from "node:path";
 import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { sha256Hex } from "../sha256.ts";
@@ -158,16 +159,11 @@ export async function tokenCommand(file: string, args: readonly string[]): Promi
     return 0;
   }
   const token = newToken();
-  await platform().fs.mkdir(parentOf(file));
+  await platform().fs.mkdir(path.dirname(file));
   await platform().fs.writeFileAtomic(file, [...lines, `sha256:${sha256Hex(token)} ${principal}`, ""].join("\n"));
   out(token + "\n");
   platform().writeStderr(
     `The token of ${principal} is above; it is shown once and ${file} keeps only its hash. Clients send it as "Authorization: Bearer <token>".\n`,
   );
   return 0;
-}
-
-function parentOf(file: string): string {
-  const slash = Math.max(file.lastIndexOf("/"), file.lastIndexOf("\\"));
-  return slash > 0 ? file.slice(0, slash) : ".";
 }
