@@ -33,6 +33,11 @@ function builtTests(dir) {
 if (run("build", process.execPath, ["scripts/build.mjs", "--tests"]) !== 0) process.exit(1);
 const nodeTests = [...builtTests("dist/test"), ...builtTests("dist/unit")]
   .filter((file) => only.length === 0 || only.some((o) => path.posix.basename(file).startsWith(o)));
+if (nodeTests.length === 0) {
+  // node --test with no file runs every .js it finds, fixtures that hang included.
+  process.stderr.write(`No test file's name starts with ${only.map((o) => JSON.stringify(o)).join(" or ")}\n`);
+  process.exit(2);
+}
 // Each built file's source: dist/test/x.test.js is test/x.test.ts, dist/unit/core/x.test.js is core/x.test.ts.
 const denoTests = nodeTests.map((file) =>
   file.replace(/^dist\/test\/(.*)\.js$/, "test/$1.ts").replace(/^dist\/unit\/(.*)\.js$/, "$1.ts")
