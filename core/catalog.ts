@@ -87,6 +87,31 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * What an error result's `structuredContent` holds, as JSON Schema: every tool's published output schema is its own
+ * answer or this (clients check structuredContent against it even on an error; SDK 1.x's client does). Short, as
+ * every tool repeats it in tools/list: the details of an error (project_unknown's `project_id` and `projects`,
+ * project_ambiguous's `reason`) are members it does not name.
+ */
+const ERROR_RESULT_SCHEMA = Object.freeze({
+  type: "object",
+  properties: { error_code: { type: "string" }, message: { type: "string" } },
+  required: ["error_code", "message"],
+});
+
+/**
+ * The output schema a tool publishes: its answer, or an error result's data (ERROR_RESULT_SCHEMA), as a call's
+ * `structuredContent` is one or the other. Still an object schema at the top, as MCP requires.
+ */
+function orError(schema: JsonSchema): JsonSchema {
+  const { $schema, ...answer } = structuredClone(schema) as Record<string, unknown>;
+  return {
+    ...($schema === undefined ? {} : { $schema }),
+    type: "object",
+    anyOf: [answer, structuredClone(ERROR_RESULT_SCHEMA)],
+  } as JsonSchema;
+}
+
 /** A descriptor with the annotations and `_meta` every tool of `risk` gets. */
 export function describeTool(
   spec: {
@@ -105,7 +130,7 @@ export function describeTool(
     title: spec.title,
     description: spec.description,
     inputSchema: structuredClone(spec.inputSchema),
-    ...(spec.outputSchema ? { outputSchema: structuredClone(spec.outputSchema) } : {}),
+    ...(spec.outputSchema ? { outputSchema: orError(spec.outputSchema) } : {}),
     annotations: { title: spec.title, ...HINTS[spec.risk] },
     ...(spec.job === true ? { execution: { taskSupport: "optional" as const } } : {}),
     _meta: plugin ? { "warden/risk": spec.risk, "warden/plugin": { ...plugin } } : { "warden/risk": spec.risk },

@@ -210,13 +210,13 @@ export async function callCommand(env: CommandEnv, argv: readonly string[]): Pro
       } catch {
         throw usage(
           `--args expects a JSON object, received ${received(text)}`,
-          `for example --args '{"root":"default"}'`,
+          `for example --args '{"project_id":"default"}'`,
         );
       }
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
         throw usage(
           `--args expects a JSON object, received ${received(text)}`,
-          `for example --args '{"root":"default"}'`,
+          `for example --args '{"project_id":"default"}'`,
         );
       }
       args = { ...args, ...parsed };

@@ -105,6 +105,21 @@ test("parseConfig: HTTP settings, their defaults, lists and normal forms", () =>
     () => parseConfig([], envOf({ HOME: "/h", WARDEN_HTTP: "yes" }), "linux"),
     /Invalid WARDEN_HTTP: expected 1 or 0, received "yes"/,
   );
+  // Every on/off setting is read the one way: 1/true, 0/false, anything else refused.
+  const strictOf = (env: Record<string, string>, argv: string[] = []) =>
+    parseConfig(argv, envOf({ HOME: "/h", ...env }), "linux").config.strictProjectSelection;
+  assert.equal(strictOf({}), false);
+  assert.equal(strictOf({}, ["--strict-project-selection"]), true);
+  assert.equal(strictOf({ WARDEN_STRICT_PROJECT_SELECTION: "true" }), true);
+  assert.equal(strictOf({ WARDEN_STRICT_PROJECT_SELECTION: "0" }), false);
+  assert.throws(
+    () => strictOf({ WARDEN_STRICT_PROJECT_SELECTION: "on" }),
+    /Invalid WARDEN_STRICT_PROJECT_SELECTION: expected 1 or 0, received "on"/,
+  );
+  assert.throws(
+    () => parseConfig([], envOf({ HOME: "/h", WARDEN_STRICT_PLUGINS: "yes" }), "linux"),
+    /Invalid WARDEN_STRICT_PLUGINS: expected 1 or 0, received "yes"/,
+  );
   assert.throws(
     () => parseConfig([], envOf({ HOME: "/h", WARDEN_ALLOWED_ORIGINS: "https://a.example/x" }), "linux"),
     /Invalid WARDEN_ALLOWED_ORIGINS: expected an origin/,

@@ -28,6 +28,20 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
       "A directory tools may read, under a logical id. Repeat the flag for several roots; in the variable, separate entries with `:` (`;` on Windows). The first root is the default.",
   },
   {
+    flag: "--strict-project-selection",
+    env: "WARDEN_STRICT_PROJECT_SELECTION",
+    default: "off",
+    description:
+      "When more than one root (project) is configured, a tool call that names no `project_id` (and, over HTTP, sends no `X-MCP-Project` header) fails with `project_ambiguous` instead of reading the first root (`1` in the variable).",
+  },
+  {
+    flag: "--client-roots",
+    env: "WARDEN_CLIENT_ROOTS",
+    default: "off",
+    description:
+      "Over stdio, take the projects from the MCP client's roots (`roots/list`, again when they change) instead of `--root`, when the client offers them: each a directory tools may read, named by the root's name (else its directory's), under the same rules as a `--root` (`1` in the variable).",
+  },
+  {
     flag: "--call-timeout <duration>",
     env: "WARDEN_CALL_TIMEOUT",
     default: "60s",
@@ -269,6 +283,10 @@ export interface Config {
   readonly revokedKeysFile: string;
   readonly lockFile: string;
   readonly strictPlugins: boolean;
+  /** Whether a call that names no project fails when several are configured (`--strict-project-selection`). */
+  readonly strictProjectSelection: boolean;
+  /** Whether the projects are the stdio client's roots, when it offers them (`--client-roots`). */
+  readonly clientRoots: boolean;
   readonly maxRisk: RiskClass;
   readonly disabledTools: readonly string[];
   readonly principalTools: readonly string[];
@@ -490,7 +508,7 @@ const VALUE_FLAGS = [
   "--max-calls",
   "--request-timeout",
 ];
-const BOOLEAN_FLAGS = ["--strict-plugins", "--http"];
+const BOOLEAN_FLAGS = ["--strict-plugins", "--http", "--strict-project-selection", "--client-roots"];
 
 /**
  * Takes the shared settings out of `argv` (flags win over the environment)
@@ -586,14 +604,6 @@ export function parseConfig(
     );
   }
 
-  const strict = setting("--strict-plugins", "WARDEN_STRICT_PLUGINS");
-  if (strict && !["1", "0", "true", "false"].includes(strict[1])) {
-    throw new WardenError(
-      "config_invalid",
-      problem(`Invalid ${strict[0]}`, `expected 1 or 0, received ${received(strict[1])}`),
-    );
-  }
-
   const risk = setting("--max-risk", "WARDEN_MAX_RISK");
   if (risk && !RISK_CLASSES.includes(risk[1] as RiskClass)) {
     throw new WardenError(
@@ -646,18 +656,33 @@ export function parseConfig(
     const given = (flags.get(flag) ?? [env(variable) ?? ""]).flatMap((value) => value.split(","));
     return Object.freeze(given.map((v) => v.trim()).filter((v) => v !== "").map((v) => parse(source, v)));
   };
-  const httpFlag = setting("--http", "WARDEN_HTTP");
-  if (httpFlag && !["1", "0", "true", "false"].includes(httpFlag[1])) {
+  /** A flag without a value, or its variable: `1`/`true` on, `0`/`false` off; anything else is refused. */
+  const toggle = (flag: string, variable: string): boolean => {
+    const given = setting(flag, variable);
+    if (given && !["1", "0", "true", "false"].includes(given[1])) {
+      throw new WardenError(
+        "config_invalid",
+        problem(`Invalid ${given[0]}`, `expected 1 or 0, received ${received(given[1])}`),
+      );
+    }
+    return given !== undefined && (given[1] === "1" || given[1] === "true");
+  };
+  const clientRoots = toggle("--client-roots", "WARDEN_CLIENT_ROOTS");
+  if (clientRoots && toggle("--http", "WARDEN_HTTP")) {
     throw new WardenError(
       "config_invalid",
-      problem(`Invalid ${httpFlag[0]}`, `expected 1 or 0, received ${received(httpFlag[1])}`),
+      problem(
+        "--client-roots works over stdio only",
+        "an HTTP server answers many clients, each with roots of its own, and asks none of them",
+        "give the projects with --root",
+      ),
     );
   }
   const hostSetting = setting("--host", "WARDEN_HTTP_HOST");
   const requestTimeout = setting("--request-timeout", "WARDEN_HTTP_REQUEST_TIMEOUT");
   const maxBody = setting("--max-body", "WARDEN_HTTP_MAX_BODY");
   const http: HttpSettings = Object.freeze({
-    enabled: httpFlag !== undefined && (httpFlag[1] === "1" || httpFlag[1] === "true"),
+    enabled: toggle("--http", "WARDEN_HTTP"),
     host: hostSetting ? parseHostName(hostSetting[0], hostSetting[1]) : "127.0.0.1",
     port: count("--port", "WARDEN_HTTP_PORT", 8790, 0, 65535),
     allowedHosts: list("--allowed-host", "WARDEN_ALLOWED_HOSTS", parseHostName),
@@ -696,7 +721,9 @@ export function parseConfig(
     logLevel,
     pluginsDirFrom: setting("--plugins-dir", "WARDEN_PLUGINS_DIR")?.[0] ?? null,
     sources: Object.freeze(sources as Record<PathSetting, SettingSource>),
-    strictPlugins: strict !== undefined && (strict[1] === "1" || strict[1] === "true"),
+    strictPlugins: toggle("--strict-plugins", "WARDEN_STRICT_PLUGINS"),
+    strictProjectSelection: toggle("--strict-project-selection", "WARDEN_STRICT_PROJECT_SELECTION"),
+    clientRoots,
     maxRisk: (risk?.[1] ?? "external-side-effect") as RiskClass,
     disabledTools: names("--disable-tool", "WARDEN_DISABLED_TOOLS"),
     principalTools: names("--require-principal", "WARDEN_PRINCIPAL_TOOLS"),

@@ -87,18 +87,18 @@ function denied(capability: Capability, tool: ContextParts["tool"]): WardenError
  * @example A gate tool, saved as tools/git_head.ts: it runs the one program it declares
  * ```ts
  * import * as v from "valibot";
- * import { defineTool } from "../core/tool.ts";
+ * import { defineTool, projectIdInput } from "../core/tool.ts";
  *
  * export const tool = defineTool({
  *   name: "git_head",
  *   title: "Git HEAD",
- *   description: "Names the commit a root's git checkout is at.",
+ *   description: "Names the commit a project's git checkout is at.",
  *   risk: "gate",
  *   capabilities: { spawn: ["git"] },
- *   input: v.strictObject({ root: v.optional(v.string()) }),
- *   handler: async ({ root }, ctx) => {
+ *   input: v.strictObject({ project_id: projectIdInput }),
+ *   handler: async ({ project_id }, ctx) => {
  *     await ctx.progress(0, 1, "asking git");
- *     const git = await ctx.spawn(["git", "rev-parse", "HEAD"], { root: root ?? ctx.fs.rootIds[0] });
+ *     const git = await ctx.spawn(["git", "rev-parse", "HEAD"], { root: project_id });
  *     ctx.log("debug", { exitCode: git.exitCode, ms: git.durationMs });
  *     if (git.exitCode !== 0) throw new Error(`git rev-parse failed: ${git.stderr.trim()}`);
  *     return git.stdout.trim();

@@ -6,6 +6,7 @@
 import path from "node:path";
 import { type Config, hostAndPort, PATH_SETTINGS, type PathSetting } from "./config.ts";
 import { messageOf } from "./errors.ts";
+import { selectionMode } from "./call/projects.ts";
 import { platform } from "./platform/mod.ts";
 import type { Confinement } from "./platform/confinement.ts";
 import type { Spawner } from "./doors/spawn.ts";
@@ -163,6 +164,34 @@ async function httpCheck(config: Config): Promise<Omit<DoctorCheck, "name" | "so
     };
 }
 
+/** The roots, each a project: every one a directory this process can read, and how a call that names none is settled. */
+async function projectsCheck(
+  config: Config,
+): Promise<{ ok: boolean; value: string; detail: string; fix: string | null }> {
+  const { openRoots } = await import("./doors/roots.ts");
+  const broken: string[] = [];
+  for (const root of config.roots) {
+    try {
+      await openRoots([root]);
+    } catch (error) {
+      broken.push(messageOf(error));
+    }
+  }
+  const ids = config.roots.map((root) => root.id);
+  const mode = selectionMode(ids, config.strictProjectSelection);
+  const settled = mode === "strict"
+    ? "a call must name its project (--strict-project-selection)"
+    : mode === "default"
+    ? `a call that names none reads ${ids[0]}`
+    : "the one project";
+  const detail = config.clientRoots
+    ? `${settled}; over stdio the client's roots replace them when it offers roots (--client-roots)`
+    : settled;
+  return broken.length > 0
+    ? { ok: false, value: ids.join(", "), detail: broken.join("; "), fix: null }
+    : { ok: true, value: ids.join(", "), detail, fix: null };
+}
+
 /** Every check, in the order the report shows them. */
 export async function doctorChecks(input: DoctorInput): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = await Promise.all(
@@ -233,6 +262,8 @@ export async function doctorChecks(input: DoctorInput): Promise<DoctorCheck[]> {
   } catch (error) {
     other("project", false, null, messageOf(error));
   }
+  const projects = await projectsCheck(input.config);
+  other("projects", projects.ok, projects.value, projects.detail, projects.fix);
   const http = await httpCheck(input.config);
   other("http", http.ok, http.value, http.detail, http.fix);
   other("install", true, input.installDir, "read at run time, never written");

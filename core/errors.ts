@@ -9,6 +9,8 @@ export type ErrorCode =
   | "invalid_cursor"
   | "unknown_tool"
   | "unknown_root"
+  | "project_unknown"
+  | "project_ambiguous"
   | "path_refused"
   | "not_found"
   | "too_large"
@@ -28,10 +30,13 @@ export type ErrorCode =
 /** An error whose message is meant for the person or agent that caused it. */
 export class WardenError extends Error {
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string) {
+  /** The error as data besides its message, for the call's `structuredContent`: never a host path. */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+  constructor(code: ErrorCode, message: string, details?: Readonly<Record<string, unknown>>) {
     super(message);
     this.name = "WardenError";
     this.code = code;
+    this.details = details;
   }
 }
 

@@ -171,6 +171,9 @@ const DEFAULT_NAMES: Readonly<Record<PathSetting, string>> = Object.freeze({
   tokensFile: "tokens",
 });
 
+/** This process among replicas and restarts (host_context): random, made once. */
+const INSTANCE_ID = crypto.randomUUID();
+
 function hostFacts(
   catalog: Catalog,
   digest: () => string,
@@ -202,12 +205,18 @@ function hostFacts(
     runtime: Object.freeze({ name: runtime.name, version: runtime.version }),
     transport,
     protocolVersion: null,
+    projectHeader: null,
     // A getter: the server hashes the catalog after its initialize answer (see the deferred work in main).
     get catalogDigest() {
       return digest();
     },
     toolsByRisk: catalog.toolsByRisk,
-    rootIds: fs.rootIds,
+    // A getter: the client's roots may replace the configured ones (--client-roots).
+    get rootIds() {
+      return fs.rootIds;
+    },
+    strictProjectSelection: config.strictProjectSelection,
+    instanceId: INSTANCE_ID,
     // A getter: a server whose plugin checks run after initialize (see checksCanWait) fills them in then.
     get extensions() {
       return extensions();
@@ -482,6 +491,7 @@ async function main(argv: readonly string[]): Promise<number> {
       : undefined;
     const served = await serve({
       http,
+      clientRoots: config.clientRoots,
       name: SERVER_NAME,
       version: pkg.version,
       catalog,

@@ -1,6 +1,6 @@
 // The tool API: one object of one shape per tool. The core knows nothing else
 // about a tool than what this file describes.
-import type * as v from "valibot";
+import * as v from "valibot";
 import type { RootFs } from "./doors/roots.ts";
 import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts";
 import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
@@ -85,6 +85,12 @@ export interface HostFacts {
   readonly catalogDigest: string;
   readonly toolsByRisk: Readonly<Record<RiskClass, number>>;
   readonly rootIds: readonly string[];
+  /** Whether a call that names no project fails when several are registered (--strict-project-selection). */
+  readonly strictProjectSelection: boolean;
+  /** This server process, as a random id made at its start: tells one replica or restart from another. */
+  readonly instanceId: string;
+  /** The X-MCP-Project header of the HTTP request being answered; null on stdio, in the shell, or without it. */
+  readonly projectHeader: string | null;
   /** Every plugin directory and what the host decided about it, sorted by id. */
   readonly extensions: readonly PluginRecord[];
   /** Programs gate tools declared, and whether each was found at startup. */
@@ -215,6 +221,27 @@ export type OutputSchema =
 export type ToolReturn<O extends OutputSchema | undefined> = O extends OutputSchema ? v.InferInput<O>
   : unknown;
 
+/**
+ * The `project_id` argument of a tool that reads a project's tree (a root, by its id). Taking it is how a tool says
+ * it reads one: the host settles the call's project before the tool runs (core/call/projects.ts), from this argument,
+ * the HTTP request's X-MCP-Project header or the default, so the handler always gets an id that exists.
+ */
+export const projectIdInput = v.optional(
+  v.pipe(
+    v.string(),
+    v.minLength(1),
+    v.maxLength(256),
+    v.description(
+      "Project (root) id to read; host_context lists them. Default: over HTTP the X-MCP-Project header, else the first root (with --strict-project-selection and several roots, name one).",
+    ),
+  ),
+);
+
+/** A handler's arguments: as validated, with `project_id` settled by the host when the tool takes one. */
+export type HandlerArgs<I extends InputSchema> = "project_id" extends keyof v.InferOutput<I>
+  ? Omit<v.InferOutput<I>, "project_id"> & { readonly project_id: string }
+  : v.InferOutput<I>;
+
 /** Everything a tool file declares. */
 export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends OutputSchema | undefined> {
   /** `^[a-z][a-z0-9_]{0,63}$`, equal to the file name. */
@@ -236,8 +263,8 @@ export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends 
    * `<name>_start` (and a task's start) with its own context, so that such a request is an error at start, never a job
    * that fails later. Throws a WardenError to refuse.
    */
-  readonly precheck?: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<void>;
-  readonly handler: (args: v.InferOutput<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
+  readonly precheck?: (args: HandlerArgs<I>, ctx: ContextByRisk[R]) => Promise<void>;
+  readonly handler: (args: HandlerArgs<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
 }
 
 const TOOL_BRAND: unique symbol = Symbol.for("warden.tool");
@@ -267,17 +294,17 @@ export interface Tool {
  * @example A read tool, saved as tools/line_count.ts (the file is named after the tool)
  * ```ts
  * import * as v from "valibot";
- * import { defineTool } from "../core/tool.ts";
+ * import { defineTool, projectIdInput } from "../core/tool.ts";
  *
  * export const tool = defineTool({
  *   name: "line_count",
  *   title: "Line count",
- *   description: "Counts the lines of one file under a root.",
+ *   description: "Counts the lines of one file of a project.",
  *   risk: "read",
- *   input: v.strictObject({ path: v.string(), root: v.optional(v.string()) }),
+ *   input: v.strictObject({ path: v.string(), project_id: projectIdInput }),
  *   output: v.object({ path: v.string(), lines: v.number() }),
- *   handler: async ({ path, root }, ctx) => {
- *     const text = await ctx.fs.readText(root ?? ctx.fs.rootIds[0], path);
+ *   handler: async ({ path, project_id }, ctx) => {
+ *     const text = await ctx.fs.readText(project_id, path);
  *     return { path, lines: text === "" ? 0 : text.split("\n").length };
  *   },
  * });

@@ -317,7 +317,7 @@ await writeFile(
   new URL("../dist/vendor/mcp-sdk.d.ts", import.meta.url),
   [
     'export { Server } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.d.ts";',
-    'export { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, LATEST_PROTOCOL_VERSION, McpError, SUPPORTED_PROTOCOL_VERSIONS } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/types.d.ts";',
+    'export { ErrorCode, InitializeRequestSchema, JSONRPCRequestSchema, LATEST_PROTOCOL_VERSION, ListRootsRequestSchema, McpError, RootsListChangedNotificationSchema, SUPPORTED_PROTOCOL_VERSIONS } from "../../node_modules/@modelcontextprotocol/sdk/dist/esm/types.d.ts";',
     "",
   ].join("\n"),
 );

@@ -9,6 +9,8 @@ export {
   InitializeRequestSchema,
   JSONRPCRequestSchema,
   LATEST_PROTOCOL_VERSION,
+  ListRootsRequestSchema,
   McpError,
+  RootsListChangedNotificationSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";

@@ -116,7 +116,7 @@ describe(`cli (${runtimeName})`, () => {
     assert.match(echo.stdout, /^ {2}text: string, required$/m);
     const debt = await runWarden(["call", "tech_debt_check", "-h"]);
     assert.match(debt.stdout, /^ {2}limit: integer 1\.\.100000, optional\n {6}Most findings of each list on one page/m);
-    const none = await runWarden(["call", "host_context", "--help"]);
+    const none = await runWarden(["call", "fixture_throws", "--help"], { env });
     assert.match(none.stdout, /\n\nIt takes no arguments\.\n$/);
     const usage = await runWarden(["call", "--help"]);
     assert.equal(usage.code, 0);
@@ -148,7 +148,7 @@ describe(`cli (${runtimeName})`, () => {
     {
       args: ["call", "fixture_echo", "--args", "[1]"],
       message:
-        'warden: Invalid command line: --args expects a JSON object, received "[1]"; for example --args \'{"root":"default"}\'\n',
+        'warden: Invalid command line: --args expects a JSON object, received "[1]"; for example --args \'{"project_id":"default"}\'\n',
     },
     { args: ["frobnicate"], message: 'warden: Unknown command "frobnicate": run "warden help" for the commands\n' },
     {

@@ -596,8 +596,8 @@ fixtureSuite("code intelligence, arguments", "workspaces", (get) => {
       'Path refused in root "default": an absolute path outside the root; pass a path relative to the root',
     );
     assert.match(
-      await callError(get().session, "code_about", { module: "x.ts", root: "nope" }),
-      /^Unknown root: received "nope"; use one of: default/,
+      await callError(get().session, "code_about", { module: "x.ts", project_id: "nope" }),
+      /^Unknown project "nope": the projects you may use are default; pass one of them as project_id/,
     );
     assert.equal(
       await callError(get().session, "code_blast_radius", { module: "x.ts", maxDepth: 0 }),

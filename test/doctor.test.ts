@@ -123,6 +123,33 @@ describe(`warden doctor (${runtimeName})`, () => {
     assert.equal(broken.report.checks.find((c) => c.name === "http")!.ok, false);
   });
 
+  it("checks the projects: each root a directory, and how a call that names none is settled", async () => {
+    const lib = path.join(work.dir, "lib");
+    mkdirSync(lib, { recursive: true });
+    const one = Object.fromEntries((await doctor()).report.checks.map((c) => [c.name, c]));
+    assert.deepEqual([one.projects.ok, one.projects.value, one.projects.detail], [true, "default", "the one project"]);
+    const two = await doctor(["--root", `app=${project}`, "--root", `lib=${lib}`, "--strict-project-selection"]);
+    const both = two.report.checks.find((c) => c.name === "projects")!;
+    assert.deepEqual(
+      [both.ok, both.value, both.detail],
+      [true, "app, lib", "a call must name its project (--strict-project-selection)"],
+    );
+    const missing = path.join(work.dir, "missing");
+    const broken = await doctor(["--root", `app=${project}`, "--root", `gone=${missing}`, "--client-roots"]);
+    assert.equal(broken.code, 1);
+    const gone = broken.report.checks.find((c) => c.name === "projects")!;
+    assert.equal(gone.ok, false);
+    assert.equal(
+      gone.detail,
+      `Invalid root "gone": ${JSON.stringify(missing)} does not exist; pass --root gone=<an existing directory>`,
+    );
+    const clientRoots = await doctor(["--root", `app=${project}`, "--root", `lib=${lib}`, "--client-roots"]);
+    assert.equal(
+      clientRoots.report.checks.find((c) => c.name === "projects")!.detail,
+      "a call that names none reads app; over stdio the client's roots replace them when it offers roots (--client-roots)",
+    );
+  });
+
   it("fails, with the fix, where warden cannot write its state", async () => {
     // A file where the ledger directory should be: mkdir fails whoever runs the test (root included).
     const blocked = path.join(work.dir, "blocked");

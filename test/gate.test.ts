@@ -348,7 +348,7 @@ describe(`change_summary (${runtimeName})`, () => {
   });
 
   it("says clearly when the root is not a git working tree", async () => {
-    const result = await session.client.callTool({ name: "change_summary", arguments: { root: "plain" } });
+    const result = await session.client.callTool({ name: "change_summary", arguments: { project_id: "plain" } });
     assert.equal(result.isError, true);
     assert.match(textOf(result), /^Root "plain" is not a git working tree: git says: fatal: not a git repository/);
   });

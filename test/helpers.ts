@@ -6,6 +6,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 // @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/stdio.d.ts"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+// @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.d.ts"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -109,6 +111,8 @@ export async function connect(
     env?: Record<string, string>;
     cwd?: string;
     capabilities?: Record<string, unknown>;
+    /** Called with the client before it connects: to answer the server's requests (roots/list). */
+    setup?: (client: Client) => void;
     /** Runs warden inside another command (e.g. a bubblewrap sandbox): given warden's command line, returns the one to run. */
     wrap?: (command: string, args: string[]) => { command: string; args: string[] };
   } = {},
@@ -125,6 +129,7 @@ export async function connect(
   let stderr = "";
   transport.stderr?.on("data", (chunk: Uint8Array) => (stderr += new TextDecoder().decode(chunk)));
   const client = new Client({ name: "warden-test", version: "1.0.0" }, { capabilities: options.capabilities ?? {} });
+  options.setup?.(client);
   try {
     await client.connect(transport);
   } catch (error) {
@@ -378,4 +383,56 @@ export function writeSignedEchoPlugin(dir: string, id: string, key: string): str
   writeFileSync(path.join(dir, "manifest.json"), manifest);
   sshKeygen("-Y", "sign", "-q", "-n", "warden-plugin-v1", "-f", key, path.join(dir, "manifest.json"));
   return `sha256:${createHash("sha256").update(manifest).digest("hex")}`;
+}
+
+/** A `warden serve --http` a test started. */
+export interface HttpServer {
+  readonly port: number;
+  readonly url: URL;
+  stderr(): string;
+  stdout(): string;
+  /** Sends `signal` and resolves with the exit code. */
+  stop(signal?: "SIGTERM" | "SIGINT"): Promise<number | null>;
+}
+
+/** Starts `warden serve --http --port 0` with `args`, resolving once its `listening` line names the port. */
+export function startHttp(args: string[] = [], env: Record<string, string> = {}, fixtures = true): Promise<HttpServer> {
+  const { command, args: full } = wardenCommand(["serve", "--http", "--port", "0", ...args]);
+  const child = spawn(command, full, {
+    env: childEnv({ ...(fixtures && { WARDEN_TOOLS_DIR: fixtureToolsDir }), ...env }),
+  });
+  let stderr = "";
+  let stdout = "";
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  return new Promise((resolve, reject) => {
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+      const port = /"event":"listening".*?"port":(\d+)/.exec(stderr)?.[1];
+      if (port !== undefined) {
+        resolve({
+          port: Number(port),
+          url: new URL(`http://127.0.0.1:${port}/mcp`),
+          stderr: () => stderr,
+          stdout: () => stdout,
+          stop: (signal = "SIGTERM") => {
+            // Not child.kill: deno's node:child_process then reports the exit as by that signal, whatever the code.
+            process.kill(child.pid!, signal);
+            return exited;
+          },
+        });
+      }
+    });
+    void exited.then((code) => reject(new Error(`warden exited (${code}) before listening:\n${stderr}`)));
+  });
+}
+
+/** The SDK Client over Streamable HTTP, with a bearer token when given, and these headers on every request. */
+export async function httpClient(url: URL, token?: string, headers: Record<string, string> = {}): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) } },
+  });
+  const client = new Client({ name: "warden-http-test", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
 }

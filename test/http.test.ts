@@ -11,65 +11,21 @@ import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
 // The SDK's "./*" export maps types to "*.js.d.ts", which do not exist; name them for deno check.
-// @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/index.d.ts"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-// @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/streamableHttp.d.ts"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { sha256Hex } from "../core/sha256.ts";
 import { parseTokens, principalOfToken } from "../core/transport/tokens.ts";
 import { hostName, isLoopback } from "../core/transport/http.ts";
 import {
   childEnv,
-  fixtureToolsDir,
+  httpClient,
+  type HttpServer,
   onDeno,
   repoRoot,
   runtimeName,
   runWarden,
+  startHttp,
   tempDir,
   textOf,
-  wardenCommand,
 } from "./helpers.ts";
-
-interface HttpServer {
-  readonly port: number;
-  readonly url: URL;
-  stderr(): string;
-  stdout(): string;
-  /** Sends `signal` and resolves with the exit code. */
-  stop(signal?: "SIGTERM" | "SIGINT"): Promise<number | null>;
-}
-
-/** Starts `warden serve --http --port 0` with `args`, resolving once its `listening` line names the port. */
-function startHttp(args: string[] = [], env: Record<string, string> = {}, fixtures = true): Promise<HttpServer> {
-  const { command, args: full } = wardenCommand(["serve", "--http", "--port", "0", ...args]);
-  const child = spawn(command, full, {
-    env: childEnv({ ...(fixtures && { WARDEN_TOOLS_DIR: fixtureToolsDir }), ...env }),
-  });
-  let stderr = "";
-  let stdout = "";
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  return new Promise((resolve, reject) => {
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-      const port = /"event":"listening".*?"port":(\d+)/.exec(stderr)?.[1];
-      if (port !== undefined) {
-        resolve({
-          port: Number(port),
-          url: new URL(`http://127.0.0.1:${port}/mcp`),
-          stderr: () => stderr,
-          stdout: () => stdout,
-          stop: (signal = "SIGTERM") => {
-            // Not child.kill: deno's node:child_process then reports the exit as by that signal, whatever the code.
-            process.kill(child.pid!, signal);
-            return exited;
-          },
-        });
-      }
-    });
-    void exited.then((code) => reject(new Error(`warden exited (${code}) before listening:\n${stderr}`)));
-  });
-}
 
 interface RawAnswer {
   readonly status: number;
@@ -135,16 +91,6 @@ function ledgerRows(dir: string): Record<string, unknown>[] {
   return readdirSync(dir).filter((f) => f.endsWith(".jsonl")).flatMap((f) =>
     readFileSync(path.join(dir, f), "utf8").trim().split("\n").map((line) => JSON.parse(line))
   );
-}
-
-/** The SDK Client over Streamable HTTP, with a bearer token when given. */
-async function httpClient(url: URL, token?: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(url, {
-    requestInit: token ? { headers: { authorization: `Bearer ${token}` } } : undefined,
-  });
-  const client = new Client({ name: "warden-http-test", version: "1.0.0" });
-  await client.connect(transport);
-  return client;
 }
 
 describe(`serve --http (${runtimeName})`, () => {

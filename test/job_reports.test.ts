@@ -96,7 +96,7 @@ describe(`job reports (${runtimeName})`, () => {
   it("writes a job's result and its program's log into the job's own report directory", async () => {
     const session = await start();
     try {
-      const { id, job } = await runJob(session, { root: "repo", group: "lint" });
+      const { id, job } = await runJob(session, { project_id: "repo", group: "lint" });
       jobId = id;
       assert.equal(job.state, "done");
       assert.equal(job.result.structuredContent.gate, "FAIL", job.result.structuredContent.summary);
@@ -113,7 +113,10 @@ describe(`job reports (${runtimeName})`, () => {
       // deno lint names files by their host path: the log shows them as the result does, relative to the root.
       assert.ok(!log.includes(repo), log);
       // A plain call runs no job: it writes no report.
-      const plain = await session.client.callTool({ name: "run_checks", arguments: { root: "repo", group: "lint" } });
+      const plain = await session.client.callTool({
+        name: "run_checks",
+        arguments: { project_id: "repo", group: "lint" },
+      });
       assert.equal((plain.structuredContent as { gate: string }).gate, "FAIL");
       assert.deepEqual(readdirSync(path.join(jobsDir, "reports")), [id]);
     } finally {
@@ -219,9 +222,9 @@ describe(`job reports (${runtimeName})`, () => {
     const jobs = path.join(work.dir, "retained");
     const session = await start({ WARDEN_JOB_RETAINED: "1" }, jobs);
     try {
-      const first = await runJob(session, { root: "repo", group: "hygiene" });
+      const first = await runJob(session, { project_id: "repo", group: "hygiene" });
       assert.ok(existsSync(path.join(reportDir(first.id, jobs), "result.json")));
-      const second = await runJob(session, { root: "repo", group: "hygiene" });
+      const second = await runJob(session, { project_id: "repo", group: "hygiene" });
       // Only one finished job is kept: the first, and its report directory, are gone.
       assert.ok(await eventually(() => !existsSync(reportDir(first.id, jobs))), "the first job's report was pruned");
       assert.deepEqual((await session.client.listResources()).resources.map((r) => r.uri), [
@@ -244,7 +247,7 @@ describe(`job reports (${runtimeName})`, () => {
     try {
       const started = await refusing.client.callTool({
         name: "run_checks_start",
-        arguments: { root: "repo", group: "hygiene" },
+        arguments: { project_id: "repo", group: "hygiene" },
       });
       assert.equal(started.isError, true);
       assert.match(

@@ -54,7 +54,7 @@ if (!onDeno) {
           const licenses = await session.client.callTool({ name: "licenses_list", arguments: {} });
           assert.equal(licenses.isError, undefined, textOf(licenses));
           for (const root of ["app", "app2"]) {
-            const debt = await session.client.callTool({ name: "tech_debt_check", arguments: { root } });
+            const debt = await session.client.callTool({ name: "tech_debt_check", arguments: { project_id: root } });
             assert.equal(debt.isError, undefined, textOf(debt));
             assert.match(textOf(debt), new RegExp(`in ${root}\\b`), `${root} is read`);
           }

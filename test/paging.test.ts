@@ -205,7 +205,7 @@ describe(`paging (${runtimeName})`, () => {
   }
 
   it("counts a page in bytes of UTF-8, not in characters", async () => {
-    const { value, bytes } = await page("tech_debt_check", { root: "wide" });
+    const { value, bytes } = await page("tech_debt_check", { project_id: "wide" });
     assert.ok(bytes <= PAGE_BYTES, `${bytes} bytes`);
     // Each row is ~290 bytes for ~130 characters: counted as characters, the page would hold twice as many.
     assert.ok(value.page.findings.returned > 40 && value.page.findings.returned < 60, JSON.stringify(value.page));

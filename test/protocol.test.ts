@@ -52,7 +52,16 @@ describe(`protocol (${runtimeName})`, () => {
     assert.equal(facts.transport, "stdio");
     assert.equal(facts.protocolVersion, "2025-11-25");
     assert.match(String(facts.catalogDigest), /^sha256:[0-9a-f]{64}$/);
-    assert.deepEqual(facts.roots, ["default"]);
+    assert.deepEqual(facts.projects, {
+      ids: ["default"],
+      truncated: false,
+      selection: "single",
+      implicit: { project_id: "default", from: "default" },
+    });
+    assert.match(
+      String((facts.server as { instanceId: string }).instanceId),
+      /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/,
+    );
     assert.deepEqual(facts.toolsByRisk, { read: 8, gate: 3, "external-side-effect": 0 });
     const text = (result.content as { text: string }[])[0].text;
     assert.deepEqual(JSON.parse(text), facts, "the text is the same JSON as structuredContent");

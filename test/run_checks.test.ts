@@ -146,7 +146,7 @@ describe(`run_checks (${runtimeName})`, () => {
     if (!needsIsolation(t)) return;
     writeFileSync(path.join(repo, "src/bad.ts"), BAD);
     sh(repo, "git", "add", "src/bad.ts");
-    const { result, answer } = await call({ root: "repo" });
+    const { result, answer } = await call({ project_id: "repo" });
     assert.ok(answer, textOf(result));
     assert.equal(answer.gate, "FAIL", answer.summary);
     assert.match(answer.summary, /^FAIL: not safe to ship: \d+ finding\(s\) at or above high \(.*typescript\/tsc: 1/);
@@ -178,14 +178,14 @@ describe(`run_checks (${runtimeName})`, () => {
 
   it("fail_on and min_severity: a threshold above every finding passes, and the findings stay listed", async (t) => {
     if (!needsIsolation(t)) return;
-    const { answer } = await call({ root: "repo", group: "lint", fail_on: "critical" });
+    const { answer } = await call({ project_id: "repo", group: "lint", fail_on: "critical" });
     assert.equal(answer?.gate, "PASS", answer?.summary);
     assert.match(
       answer!.summary,
       /^PASS: 1 check\(s\) ran .* found nothing at or above critical; 1 finding\(s\) below it/,
     );
     assert.equal(answer!.findings.length, 1);
-    const none = await call({ root: "repo", group: "lint", fail_on: "none", min_severity: "critical" });
+    const none = await call({ project_id: "repo", group: "lint", fail_on: "none", min_severity: "critical" });
     assert.equal(none.answer?.gate, "PASS");
     assert.deepEqual(none.answer?.findings, [], "high findings are below min_severity critical");
   });
@@ -193,10 +193,10 @@ describe(`run_checks (${runtimeName})`, () => {
   it("a range: the committed change between two refs, narrowed by globs", async (t) => {
     if (!needsIsolation(t)) return;
     sh(repo, "git", "commit", "-q", "-m", "bad");
-    const { answer } = await call({ root: "repo", group: "lint", diff: ["main~1...main"] });
+    const { answer } = await call({ project_id: "repo", group: "lint", diff: ["main~1...main"] });
     assert.equal(answer?.gate, "FAIL", answer?.summary);
     assert.deepEqual([answer!.scope.mode, answer!.scope.range], ["range", "main~1...main"]);
-    const excluded = await call({ root: "repo", group: "lint", diff: ["main~1", "main"], exclude: ["bad.ts"] });
+    const excluded = await call({ project_id: "repo", group: "lint", diff: ["main~1", "main"], exclude: ["bad.ts"] });
     assert.equal(excluded.answer?.gate, "ERROR", "nothing left to lint: nothing was checked");
     assert.deepEqual([excluded.answer!.scope.files, excluded.answer!.scope.filesBeforeFilters], [0, 1]);
     assert.equal(excluded.answer!.checks.find((c) => c.name === "lint/deno")?.status, "skipped");
@@ -210,7 +210,7 @@ describe(`run_checks (${runtimeName})`, () => {
     if (!needsIsolation(t)) return;
     writeFileSync(path.join(repo, "src/bad.ts"), FIXED);
     sh(repo, "git", "add", "src/bad.ts");
-    const { answer } = await call({ root: "repo" });
+    const { answer } = await call({ project_id: "repo" });
     assert.equal(answer?.gate, "PASS", JSON.stringify(answer, null, 1));
     assert.deepEqual(answer!.findings, []);
     assert.match(
@@ -228,11 +228,11 @@ describe(`run_checks (${runtimeName})`, () => {
     try {
       const started = await session!.client.callTool({
         name: "run_checks_start",
-        arguments: { root: "repo", group: "hygiene", fail_on: "low" },
+        arguments: { project_id: "repo", group: "hygiene", fail_on: "low" },
       });
       const job = started.structuredContent as { jobId: string; state: string; request: Record<string, unknown> };
       assert.ok(!started.isError, textOf(started));
-      assert.deepEqual(job.request, { root: "repo", group: "hygiene", fail_on: "low" });
+      assert.deepEqual(job.request, { project_id: "repo", group: "hygiene", fail_on: "low" });
       let answer: { state: string; result: { structuredContent: Answer } } | undefined;
       for (;;) {
         const polled = await session!.client.callTool({ name: "run_checks_result", arguments: { jobId: job.jobId } });
@@ -260,10 +260,10 @@ describe(`run_checks (${runtimeName})`, () => {
     const odd = path.join(repo, "src/-rf.ts");
     writeFileSync(odd, "export function f(): void {\n  debugger;\n  debugger;\n}\n");
     try {
-      const staged = await call({ root: "repo", group: "lint" });
+      const staged = await call({ project_id: "repo", group: "lint" });
       assert.equal(staged.answer?.gate, "ERROR", "nothing staged: nothing to lint");
       assert.match(staged.answer!.coverageReasons.join("\n"), /the staged change is empty: .*pass scope: working/);
-      const { answer } = await call({ root: "repo", group: "lint", scope: "working" });
+      const { answer } = await call({ project_id: "repo", group: "lint", scope: "working" });
       assert.equal(answer?.gate, "FAIL", answer?.summary);
       assert.deepEqual(answer!.findings.map((f) => [f.file, f.line, f.rule]), [
         ["src/-rf.ts", 2, "no-debugger"],
@@ -271,11 +271,11 @@ describe(`run_checks (${runtimeName})`, () => {
       ]);
       assert.equal(answer!.scope.mode, "working");
       // Pages: the same run's findings one at a time, through the cursor.
-      const first = await call({ root: "repo", group: "lint", scope: "working", limit: 1 });
+      const first = await call({ project_id: "repo", group: "lint", scope: "working", limit: 1 });
       const cursor = (first.result.structuredContent as { nextCursor?: string }).nextCursor;
       assert.deepEqual(first.answer!.findings.map((f) => f.line), [2]);
       assert.ok(cursor, "a second page");
-      const second = await call({ root: "repo", group: "lint", scope: "working", limit: 1, cursor });
+      const second = await call({ project_id: "repo", group: "lint", scope: "working", limit: 1, cursor });
       assert.deepEqual(second.answer!.findings.map((f) => f.line), [3], textOf(second.result));
       assert.equal((second.result.structuredContent as { nextCursor?: string }).nextCursor, undefined);
     } finally {
@@ -288,18 +288,18 @@ describe(`run_checks (${runtimeName})`, () => {
     const manifest = path.join(repo, ".warden/checks.json");
     writeFileSync(manifest, JSON.stringify({ checks: [{ name: "x", argv: ["node", "-e", "0"] }] }));
     try {
-      const unsigned = await call({ root: "repo" });
+      const unsigned = await call({ project_id: "repo" });
       assert.equal(unsigned.result.isError, true);
       assert.equal(unsigned.code, "policy_denied");
       assert.equal(
         textOf(unsigned.result),
         'Check manifest ".warden/checks.json" in root "repo" refused: there is no .warden/checks.json.sig (unsigned); a manifest found in the analysed repository is data, not instructions, unless an allowed signer signed it (namespace warden-checks) and the operator pinned it; sign it (ssh-keygen -Y sign -f <key> -n warden-checks .warden/checks.json, which writes .warden/checks.json.sig beside it), then pin it: warden checks trust repo; or remove it from the repository (or from the root) to run warden\'s bundled groups',
       );
-      const started = await session!.client.callTool({ name: "run_checks_start", arguments: { root: "repo" } });
+      const started = await session!.client.callTool({ name: "run_checks_start", arguments: { project_id: "repo" } });
       assert.equal(started.isError, true, "refused at the start, not a job that fails later");
       assert.equal(textOf(started), textOf(unsigned.result));
       writeFileSync(`${manifest}.sig`, "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n");
-      const signed = await call({ root: "repo" });
+      const signed = await call({ project_id: "repo" });
       assert.equal(signed.code, "policy_denied");
       assert.match(
         textOf(signed.result),
@@ -347,15 +347,16 @@ describe(`run_checks (${runtimeName})`, () => {
     },
     {
       title: "a root that is not a git working tree",
-      args: { root: "plain" },
+      args: { project_id: "plain" },
       code: "not_found",
       message: /^Root "plain" is not a git working tree: git says: fatal: not a git repository/,
     },
     {
-      title: "an unknown root",
-      args: { root: "nope" },
-      code: "unknown_root",
-      message: /^Unknown root "nope": the roots are repo, plain$/,
+      title: "an unknown project",
+      args: { project_id: "nope" },
+      code: "project_unknown",
+      message:
+        /^Unknown project "nope": the projects you may use are repo, plain; pass one of them as project_id; to reach another, the operator adds it \(--root <id>=<dir>\) and you reconnect$/,
     },
     {
       title: "a fail_on that is no severity",
@@ -367,14 +368,14 @@ describe(`run_checks (${runtimeName})`, () => {
   ];
   for (const { title, args, code, message } of refusals) {
     it(`refuses ${title}, saying what was wrong, as run_checks, run_checks_start and an MCP task`, async () => {
-      const { result, code: got } = await call({ root: "repo", ...args });
+      const { result, code: got } = await call({ project_id: "repo", ...args });
       assert.equal(result.isError, true, textOf(result));
       assert.equal(got, code, textOf(result));
       assert.match(textOf(result), message);
       // A job is refused at its start with the same words, before an id is given out: never a job that fails later.
       const started = await session!.client.callTool({
         name: "run_checks_start",
-        arguments: { root: "repo", ...args },
+        arguments: { project_id: "repo", ...args },
       });
       assert.equal(started.isError, true, textOf(started));
       assert.equal((started._meta as Record<string, unknown>)["warden/error_code"], code);
@@ -385,7 +386,7 @@ describe(`run_checks (${runtimeName})`, () => {
       for await (
         const streamed of session!.client.experimental.tasks.callToolStream({
           name: "run_checks",
-          arguments: { root: "repo", ...args },
+          arguments: { project_id: "repo", ...args },
         })
       ) {
         assert.notEqual(streamed.type, "taskCreated", "no task for a request that cannot run");
@@ -435,7 +436,7 @@ describe(`run_checks without isolation or a compiler (${runtimeName})`, () => {
   });
 
   const call = async (root: string, group = "typescript") => {
-    const result = await session!.client.callTool({ name: "run_checks", arguments: { root, group } });
+    const result = await session!.client.callTool({ name: "run_checks", arguments: { project_id: root, group } });
     return (result.isError ? assert.fail(textOf(result)) : result.structuredContent) as Answer;
   };
 

@@ -292,7 +292,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   });
 
   it("runs a signed, pinned manifest's checks as group repo: the planted marker and lint error FAIL", async () => {
-    const { result, answer } = await call({ root: "good", group: "repo" });
+    const { result, answer } = await call({ project_id: "good", group: "repo" });
     assert.ok(answer, textOf(result));
     assert.equal(answer.gate, "FAIL", answer.summary);
     assert.deepEqual(answer.checks.map((c) => [c.name, c.status]), [
@@ -317,7 +317,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   });
 
   it("runs them in default too, beside the bundled groups", async () => {
-    const { answer, result } = await call({ root: "good" });
+    const { answer, result } = await call({ project_id: "good" });
     assert.ok(answer, textOf(result));
     const names = answer.checks.map((c) => c.name);
     assert.ok(names.includes("repo/no-ship-marker") && names.includes("hygiene/secrets"), names.join(", "));
@@ -327,7 +327,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   it("passes when the change carries neither", async () => {
     run(roots.good, "git", "rm", "-q", "--cached", "src/bad.ts", "other/bad.ts");
     try {
-      const { answer, result } = await call({ root: "good", group: "repo" });
+      const { answer, result } = await call({ project_id: "good", group: "repo" });
       assert.ok(answer, textOf(result));
       assert.equal(answer.gate, "PASS", answer.summary);
       assert.deepEqual(answer.checks.map((c) => [c.name, c.status]), [
@@ -356,9 +356,12 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
     const { command, args } = JSON.parse(printed.stdout) as { command: string; args: string[] };
     const confined = await connect({ env, wrap: () => ({ command, args }) });
     try {
-      const good = await confined.client.callTool({ name: "run_checks", arguments: { root: "good", group: "repo" } });
+      const good = await confined.client.callTool({
+        name: "run_checks",
+        arguments: { project_id: "good", group: "repo" },
+      });
       assert.equal((good.structuredContent as unknown as Answer).gate, "FAIL", textOf(good));
-      const stranger = await confined.client.callTool({ name: "run_checks", arguments: { root: "stranger" } });
+      const stranger = await confined.client.callTool({ name: "run_checks", arguments: { project_id: "stranger" } });
       assert.match(textOf(stranger), /is not in allowed_signers \(unknown-signer\)/);
     } finally {
       await confined.close();
@@ -371,7 +374,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   const REMOVE = "; or remove it from the repository (or from the root) to run warden's bundled groups";
 
   it("refuses an unsigned manifest, naming why and the commands that fix it", async () => {
-    const { result, code } = await call({ root: "unsigned" });
+    const { result, code } = await call({ project_id: "unsigned" });
     assert.equal(result.isError, true);
     assert.equal(code, "policy_denied");
     assert.equal(
@@ -446,7 +449,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   ];
   for (const { root, reason, fix } of refusals) {
     it(`refuses a manifest in root ${root}, naming why and the fix`, async () => {
-      const { result, code } = await call({ root, group: "hygiene" });
+      const { result, code } = await call({ project_id: root, group: "hygiene" });
       assert.equal(result.isError, true);
       assert.equal(code, "policy_denied");
       assert.equal(textOf(result), `${PREFIX(root)}${reason()}${DATA}${fix}${REMOVE}`);
@@ -454,7 +457,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   }
 
   it("refuses a manifest that is a symlink out of its root, without reading what it points at", async () => {
-    const { result, code } = await call({ root: "outside" });
+    const { result, code } = await call({ project_id: "outside" });
     assert.equal(code, "policy_denied");
     assert.match(
       textOf(result),
@@ -464,7 +467,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   });
 
   it("refuses a trusted manifest that is malformed, naming the field, the program it does not declare and the fix", async () => {
-    const { result, code } = await call({ root: "malformed" });
+    const { result, code } = await call({ project_id: "malformed" });
     assert.equal(code, "invalid_manifest");
     assert.equal(
       textOf(result),
@@ -473,7 +476,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
   });
 
   it("refuses group repo where the root has no manifest", async () => {
-    const { result, code } = await call({ root: "none", group: "repo" });
+    const { result, code } = await call({ project_id: "none", group: "repo" });
     assert.equal(code, "invalid_arguments");
     assert.match(
       textOf(result),

@@ -98,7 +98,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
 
   it("hands a built-in check the staged change: statuses, renames, binary files, added lines by their new number", async () => {
     const probe = recording(() => []);
-    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [probe] });
+    const answer = await runChecks({ project_id: "repo", group: "hygiene" }, ctx, undefined, { hygiene: [probe] });
     assert.equal(answer.gate, "PASS", answer.summary);
     const [scope] = probe.scopes;
     assert.deepEqual([scope.root, scope.mode, scope.range], ["repo", "staged", null]);
@@ -219,7 +219,9 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       sh(fresh, "git", "add", "first.ts");
       const unborn = await gitGate("unborn", fresh);
       const probe = recording(() => []);
-      const answer = await runChecks({ root: "unborn", group: "hygiene" }, unborn, undefined, { hygiene: [probe] });
+      const answer = await runChecks({ project_id: "unborn", group: "hygiene" }, unborn, undefined, {
+        hygiene: [probe],
+      });
       assert.equal(answer.gate, "PASS", answer.summary);
       assert.deepEqual(probe.scopes[0].files, [
         {
@@ -236,9 +238,14 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
 
   it("scope working adds untracked files, every line added; file globs narrow what the check sees", async () => {
     const probe = recording(() => []);
-    await runChecks({ group: "hygiene", scope: "working", file: ["*.ts"], exclude: ["src/added.ts"] }, ctx, undefined, {
-      hygiene: [probe],
-    });
+    await runChecks(
+      { project_id: "repo", group: "hygiene", scope: "working", file: ["*.ts"], exclude: ["src/added.ts"] },
+      ctx,
+      undefined,
+      {
+        hygiene: [probe],
+      },
+    );
     const files = probe.scopes[0].files;
     assert.deepEqual(files.map((f) => [f.path, f.status]), [
       ["src/keep.ts", "modified"],
@@ -250,20 +257,25 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
 
   it("trips on a finding at fail_on, lists findings most severe first, and leaves out those below min_severity", async () => {
     const probe = recording(() => [finding("low", "src/keep.ts", 2), finding("critical", "src/added.ts", 1)]);
-    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [probe] });
+    const answer = await runChecks({ project_id: "repo", group: "hygiene" }, ctx, undefined, { hygiene: [probe] });
     assert.equal(answer.gate, "FAIL");
     assert.equal(answer.summary, "FAIL: not safe to ship: 1 finding(s) at or above high (hygiene/probe: 1).");
     assert.deepEqual(answer.findings.map((f) => f.severity), ["critical", "low"]);
     assert.deepEqual(answer.checks.map((c) => [c.name, c.status, c.findings]), [["hygiene/probe", "failed", 2]]);
 
-    const lenient = await runChecks({ group: "hygiene", fail_on: "none", min_severity: "medium" }, ctx, undefined, {
-      hygiene: [probe],
-    });
+    const lenient = await runChecks(
+      { project_id: "repo", group: "hygiene", fail_on: "none", min_severity: "medium" },
+      ctx,
+      undefined,
+      {
+        hygiene: [probe],
+      },
+    );
     assert.equal(lenient.gate, "PASS");
     assert.deepEqual(lenient.findings.map((f) => f.severity), ["critical"]);
     assert.equal(lenient.severities.low, 1, "counted though not listed");
 
-    const strict = await runChecks({ group: "hygiene", fail_on: "any" }, ctx, undefined, {
+    const strict = await runChecks({ project_id: "repo", group: "hygiene", fail_on: "any" }, ctx, undefined, {
       hygiene: [recording(() => [finding("info", "src/keep.ts", 2)])],
     });
     assert.equal(strict.gate, "FAIL");
@@ -276,7 +288,9 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       run: () => Promise.reject(new WardenError("tool_failed", "Cannot read the graph: it is too large")),
     };
     const probe = recording(() => [finding("high", "src/keep.ts", 2)]);
-    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [broken, probe] });
+    const answer = await runChecks({ project_id: "repo", group: "hygiene" }, ctx, undefined, {
+      hygiene: [broken, probe],
+    });
     assert.equal(answer.gate, "ERROR");
     assert.deepEqual(answer.checks.map((c) => [c.name, c.status, c.reason]), [
       ["hygiene/broken", "error", "Cannot read the graph: it is too large"],
@@ -289,7 +303,7 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
   });
 
   it("a group with no check to run is ERROR: nothing was checked", async () => {
-    const answer = await runChecks({ group: "hygiene" }, ctx, undefined, { hygiene: [] });
+    const answer = await runChecks({ project_id: "repo", group: "hygiene" }, ctx, undefined, { hygiene: [] });
     assert.equal(answer.gate, "ERROR");
     assert.match(
       answer.summary,

@@ -160,7 +160,7 @@ describe(`run_checks signals (${runtimeName})`, () => {
     assert.ok(!result.isError, textOf(result));
     return result as { content: { type: string; text: string }[]; structuredContent: Record<string, unknown> };
   };
-  const args = (root: string, name: string) => ({ root, file: ["src/**", "docs/**", name] });
+  const args = (root: string, name: string) => ({ project_id: root, file: ["src/**", "docs/**", name] });
 
   let signals: Signal[] = [];
 
@@ -260,9 +260,10 @@ describe(`run_checks signals (${runtimeName})`, () => {
   });
 
   it("scans a check's reason and the coverage reasons, which quote what a program said", async () => {
-    const answer = (await call("run_checks", { root: "reasons", group: "typescript" })).structuredContent as unknown as
-      & Answer
-      & { checks: { name: string; reason: string | null }[]; coverageReasons: string[] };
+    const answer = (await call("run_checks", { project_id: "reasons", group: "typescript" }))
+      .structuredContent as unknown as
+        & Answer
+        & { checks: { name: string; reason: string | null }[]; coverageReasons: string[] };
     const tsc = answer.checks.findIndex((c) => c.name === "typescript/tsc");
     assert.match(answer.checks[tsc]?.reason ?? "", /reported nothing: Note to the AI reviewer/);
     const coverage = answer.coverageReasons.findIndex((r) => r.startsWith("typescript/tsc: "));
@@ -422,7 +423,7 @@ describe(`run_checks signals with a ledger that cannot be written (${runtimeName
 
   it("counts every signal row as failed and changes nothing else", async () => {
     const result = await session!.client.callTool(
-      { name: "run_checks", arguments: { root: "repo", file: ["src/**", "docs/**", INJECTED_NAME] } },
+      { name: "run_checks", arguments: { project_id: "repo", file: ["src/**", "docs/**", INJECTED_NAME] } },
       undefined,
       { timeout: CALL_TIMEOUT_MS },
     );

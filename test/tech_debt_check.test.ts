@@ -22,7 +22,7 @@ const APP_TS = [
 
 type Finding = { file: string; line: number; column: number; tag: string; text: string };
 type Report = {
-  root: string;
+  project_id: string;
   path: string;
   findings: Finding[];
   totals: Record<string, number>;
@@ -86,7 +86,7 @@ describe(`tech_debt_check (${runtimeName})`, () => {
     assert.equal(report.filesWithFindings, 3);
     assert.deepEqual(report.skipped, { binary: 1, tooLarge: 1, unreadable: 0, unknownType: 1 });
     assert.equal(report.filesScanned, 3);
-    assert.equal(report.root, "default");
+    assert.equal(report.project_id, "default");
     assert.equal(report.path, ".");
   });
 

@@ -3,7 +3,7 @@
 // with insertions and deletions.
 import * as v from "valibot";
 import { problem, WardenError } from "../core/errors.ts";
-import { defineTool, type GateContext } from "../core/tool.ts";
+import { defineTool, type GateContext, projectIdInput } from "../core/tool.ts";
 import { diffStatus, EMPTY_TREE, firstLine, git, openWorkTree, REF_PATTERN, resolveCommit } from "./lib/git.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
@@ -64,7 +64,7 @@ export const tool = defineTool({
   risk: "gate",
   capabilities: { spawn: ["git"] },
   input: v.strictObject({
-    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    project_id: projectIdInput,
     blastRadius: v.optional(v.pipe(
       v.boolean(),
       v.description("Also count the dependents of each changed JS/TS module (default true; uses the code graph)."),
@@ -90,7 +90,7 @@ export const tool = defineTool({
     }),
     ...pageOutput,
     truncated: v.pipe(v.boolean(), v.description("git's output was cut at its size limit: files may be missing.")),
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     base: v.string(),
     head: v.nullable(v.string()),
     files: v.array(FileChange),
@@ -101,7 +101,7 @@ export const tool = defineTool({
     })),
   }),
   handler: async (args, ctx) => {
-    const root = args.root ?? ctx.fs.rootIds[0];
+    const root = args.project_id;
     const tree = await openWorkTree(ctx, root);
     const headId = tree.head;
     let base = headId ?? EMPTY_TREE;
@@ -188,7 +188,7 @@ export const tool = defineTool({
         deletions: list.reduce((n, f) => n + (f.deletions ?? 0), 0),
       },
       truncated: numstat.stdoutTruncated || names.stdoutTruncated || status.stdoutTruncated,
-      root,
+      project_id: root,
       base: args.base ?? (headId ? "HEAD" : "(no commits)"),
       head: headId,
       files: list,

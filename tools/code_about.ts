@@ -1,7 +1,7 @@
 // code_about (read): one module of a root, what it exports, imports (resolved
 // as TypeScript would), declares, and which modules import it.
 import * as v from "valibot";
-import { defineTool } from "../core/tool.ts";
+import { defineTool, projectIdInput } from "../core/tool.ts";
 import type { Binding } from "./lib/graph/records.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
@@ -50,13 +50,13 @@ export const tool = defineTool({
       v.minLength(1),
       v.description('Module path relative to the root, e.g. "src/app.ts" (the extension and `index` may be left out).'),
     ),
-    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    project_id: projectIdInput,
     ...pageInput("rows"),
   }),
   output: v.object({
     totals: v.object({ exports: v.number(), imports: v.number(), importedBy: v.number(), symbols: v.number() }),
     ...pageOutput,
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     module: v.string(),
     language: v.string(),
     project: v.nullable(v.string()),
@@ -105,7 +105,7 @@ export const tool = defineTool({
     const { fileArgument, languageOf, moduleExports, targetView, unknownsReaching } = await import(
       "./lib/graph/graph_queries.ts"
     );
-    const root = args.root ?? ctx.fs.rootIds[0];
+    const root = args.project_id;
     const graph = await moduleGraph(ctx, root);
     const file = await fileArgument(ctx, graph, args.module, "module");
     const module = graph.modules.get(file);
@@ -153,7 +153,7 @@ export const tool = defineTool({
         importedBy: importedBy.length,
         symbols: symbols.length,
       },
-      root,
+      project_id: root,
       module: file,
       language: languageOf(file),
       project: graph.configs.configFor(file)?.path ?? null,

@@ -1,7 +1,7 @@
 // code_blast_radius (read): every module of a root that imports a module,
 // directly or transitively, with depth and type-only dependencies marked.
 import * as v from "valibot";
-import { defineTool } from "../core/tool.ts";
+import { defineTool, projectIdInput } from "../core/tool.ts";
 import type { ImportEdge } from "./lib/graph/module_graph.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
@@ -29,7 +29,7 @@ export const tool = defineTool({
       v.minLength(1),
       v.description('Module path relative to the root, e.g. "src/db.ts" (the extension and `index` may be left out).'),
     ),
-    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    project_id: projectIdInput,
     maxDepth: v.optional(v.pipe(
       v.number(),
       v.integer(),
@@ -54,7 +54,7 @@ export const tool = defineTool({
     ...pageOutput,
     truncated: v.boolean(),
     lowerBound: v.boolean(),
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     module: v.string(),
     direct: v.array(v.object({
       path: v.string(),
@@ -75,7 +75,7 @@ export const tool = defineTool({
     // The graph code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
     const { moduleGraph } = await import("./lib/graph/module_graph.ts");
     const { dependentsOf, fileArgument, unknownsReaching } = await import("./lib/graph/graph_queries.ts");
-    const root = args.root ?? ctx.fs.rootIds[0];
+    const root = args.project_id;
     const graph = await moduleGraph(ctx, root);
     const file = await fileArgument(ctx, graph, args.module, "module");
     const includeTypeOnly = args.includeTypeOnly ?? true;
@@ -118,7 +118,7 @@ export const tool = defineTool({
       },
       truncated: false,
       lowerBound: unknownFrom.length > 0,
-      root,
+      project_id: root,
       module: file,
       direct,
       transitive,

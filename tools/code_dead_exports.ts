@@ -1,7 +1,7 @@
 // code_dead_exports (read): exported symbols of a root's modules that no
 // other module binds, as dead or undetermined (with why), entry points kept.
 import * as v from "valibot";
-import { defineTool } from "../core/tool.ts";
+import { defineTool, projectIdInput } from "../core/tool.ts";
 import { DEFAULT_ENTRY_PATTERNS } from "./lib/graph/entry_patterns.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
 
@@ -25,7 +25,7 @@ export const tool = defineTool({
     "Finds exported symbols of a root's JavaScript and TypeScript modules that no other module binds: not imported by name, not read from a namespace import (`ns.member`), not re-exported onward to a user. CommonJS is read as compilers emit it (`exports.a =`, `module.exports =`, `Object.defineProperty(exports, …)`, the re-export and interop helpers of TypeScript, babel, swc and esbuild). `dead` ones can be removed; `undetermined` ones might be used where the graph cannot see (a namespace or CommonJS module object that escapes, a CommonJS module object read as its default, a dynamic import with a computed specifier, an import that does not resolve, a file that does not parse), each with the reason. Entry points are not dead: what package.json `main`/`module`/`types`/`typesVersions`/`bin`/`exports` name (mapped from dist/ to sources) and the declaration files beside them, index/main/cli files, tests and config files, and the `entries` globs. Each finding has file, line, kind, whether it is type-only, and `usedInFile` when its own file mentions it again (then remove the `export`, not the declaration). The analysis covers the whole root; `path` narrows what is reported. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
-    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    project_id: projectIdInput,
     path: v.optional(
       v.pipe(v.string(), v.description("Report exports of modules under this directory or file only (default: all).")),
     ),
@@ -54,7 +54,7 @@ export const tool = defineTool({
     }),
     ...pageOutput,
     truncated: v.boolean(),
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     path: v.string(),
     dead: v.array(Finding),
     undetermined: v.array(v.object({ ...Finding.entries, reason: v.string() })),
@@ -67,7 +67,7 @@ export const tool = defineTool({
     const { moduleGraph } = await import("./lib/graph/module_graph.ts");
     const { dirArgument, within } = await import("./lib/graph/graph_queries.ts");
     const { entryPoints, exportUsage } = await import("./lib/graph/export_usage.ts");
-    const root = args.root ?? ctx.fs.rootIds[0];
+    const root = args.project_id;
     const graph = await moduleGraph(ctx, root);
     const scope = await dirArgument(ctx, graph, args.path, "path");
     const includeTypes = args.includeTypes ?? true;
@@ -102,7 +102,7 @@ export const tool = defineTool({
         undetermined: undetermined.length,
       },
       truncated: false,
-      root,
+      project_id: root,
       path: scope,
       dead: dead.map(({ reason: _, ...f }) => f),
       undetermined: undetermined.map((f) => ({ ...f, reason: f.reason ?? "" })),

@@ -2,7 +2,7 @@
 // of: files and lines, production versus test, languages, packages and
 // workspaces, entry points, and technical-debt markers.
 import * as v from "valibot";
-import { defineTool } from "../core/tool.ts";
+import { defineTool, projectIdInput } from "../core/tool.ts";
 import { problem, received, WardenError } from "../core/errors.ts";
 import { createDebtScanner, DEFAULT_TAGS, isScannable, looksBinary } from "./lib/debt_scanner.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
@@ -23,7 +23,7 @@ export const tool = defineTool({
     "Describes what a root, or a directory of it, is made of: files and non-blank lines split into production and test code (tests, specs, fixtures, mocks), the languages by files and lines, the packages and workspaces it holds (package.json, deno.json, Cargo.toml, go.mod, pyproject.toml, with name, version, workspace membership and the entry points each names), the entry points, and counts of TODO/FIXME/HACK/XXX/STUB markers as tech_debt_check finds them. Honours .gitignore and skips node_modules. The answer leads with totals; lists longer than a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
-    root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+    project_id: projectIdInput,
     path: v.optional(
       v.pipe(v.string(), v.description("Directory inside the root to describe (default: the whole root).")),
     ),
@@ -48,7 +48,7 @@ export const tool = defineTool({
     }),
     skipped: v.object({ binary: v.number(), tooLarge: v.number(), unreadable: v.number() }),
     ...pageOutput,
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     path: v.string(),
     languages: v.array(v.object({
       language: v.string(),
@@ -72,7 +72,7 @@ export const tool = defineTool({
   handler: async (args, ctx) => {
     // The package and language code loads on the first call, not at startup (scripts/bench/README.md, "Start-up").
     const { isManifest, isTestFile, languageOfFile, readManifests } = await import("./lib/components.ts");
-    const root = args.root ?? ctx.fs.rootIds[0];
+    const root = args.project_id;
     const base = args.path ?? ".";
     const maxFileBytes = args.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     let info;
@@ -194,7 +194,7 @@ export const tool = defineTool({
       lines: totals.lines,
       debt,
       skipped,
-      root,
+      project_id: root,
       path: scope,
       languages: [...languages].map(([language, entry]) => ({ language, ...entry }))
         .sort((a, b) => b.lines - a.lines || (a.language < b.language ? -1 : 1)),

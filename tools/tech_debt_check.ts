@@ -1,7 +1,7 @@
 // tech_debt_check (read): TODO / FIXME / HACK / XXX / STUB markers under a
 // root, with file, line, column, tag and text, and totals by tag.
 import * as v from "valibot";
-import { defineTool } from "../core/tool.ts";
+import { defineTool, projectIdInput } from "../core/tool.ts";
 import { WardenError } from "../core/errors.ts";
 import { createDebtScanner, DEFAULT_TAGS, isScannable, looksBinary } from "./lib/debt_scanner.ts";
 import { pageInput, pageOutput, paginate } from "./lib/paging.ts";
@@ -30,7 +30,7 @@ export const tool = defineTool({
     "Finds TODO, FIXME, HACK, XXX and STUB markers in a root's source files (comments, JSDoc, trailing comments, and code such as `throw new Error(\"not implemented\")`), honouring .gitignore and skipping node_modules. Returns each marker's file, line, column, tag and text, totals by tag, and how many files were skipped as binary or too large. A marker counts where people write tags: at the start of a comment's text (in prose files, Markdown and text, at the start of a line, list item or quote), or anywhere as `TODO:` / `FIXME(who)`; markers in strings, identifiers, commented-out code's strings and mid-sentence mentions are not counted. The answer leads with totals; findings beyond a page (about 16 KB) continue through `nextCursor`.",
   risk: "read",
   input: v.strictObject({
-    root: v.optional(v.pipe(v.string(), v.description("Root id to scan (default: the first configured root)."))),
+    project_id: projectIdInput,
     path: v.optional(v.pipe(v.string(), v.description("Directory inside the root to scan (default: the whole root)."))),
     glob: v.optional(v.pipe(
       v.union([v.string(), v.array(v.string())]),
@@ -59,12 +59,12 @@ export const tool = defineTool({
     filesScanned: v.number(),
     filesWithFindings: v.number(),
     skipped: v.object({ binary: v.number(), tooLarge: v.number(), unreadable: v.number(), unknownType: v.number() }),
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     path: v.string(),
     findings: v.array(Finding),
   }),
   handler: async (args, ctx) => {
-    const root = args.root ?? ctx.fs.rootIds[0];
+    const root = args.project_id;
     const base = args.path ?? ".";
     const maxFileBytes = args.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     const scanner = createDebtScanner({ tags: args.tags, caseSensitive: args.caseSensitive });
@@ -125,7 +125,7 @@ export const tool = defineTool({
       filesScanned,
       filesWithFindings,
       skipped,
-      root,
+      project_id: root,
       path: info.path,
       findings,
     };

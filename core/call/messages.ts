@@ -28,6 +28,14 @@ export function describeIssue(tool: CatalogEntry, issue: SchemaIssue): string {
     }
     const accepted = Object.keys(node?.properties ?? {});
     const parent = issue.path.length > 1 ? ` in "${issuePath(issue.path.slice(0, -1))}"` : "";
+    // Tools named their project `root` before projects had a name of their own.
+    if (where === "root" && accepted.includes("project_id")) {
+      return problem(
+        'Unknown argument "root"',
+        `${tool.descriptor.name} names its project project_id now`,
+        "pass project_id instead (host_context lists the ids)",
+      );
+    }
     return problem(
       `Unknown argument "${where}"`,
       `${tool.descriptor.name} does not take it`,

@@ -13,15 +13,14 @@ export interface CallResult {
 }
 
 /**
- * An error result: the message as text and the code in `_meta`; also as
- * `structuredContent` when the tool declares no output schema (clients check
- * structuredContent against a declared schema even on errors, so a tool with
- * one gets its error as text and `_meta` only).
+ * An error result: the message as text, and as data in `structuredContent` (`error_code`, `message` and the error's
+ * details), which every published output schema allows beside the tool's own answer (ERROR_RESULT_SCHEMA, core/catalog.ts); the
+ * code is in `_meta` too, where it has always been.
  */
-export function errorResult(code: ErrorCode, message: string, tool?: CatalogEntry): CallResult {
+export function errorResult(code: ErrorCode, message: string, details?: Readonly<Record<string, unknown>>): CallResult {
   return {
     content: [{ type: "text", text: message }],
-    ...(tool && !tool.validateOutput ? { structuredContent: { error_code: code, message } } : {}),
+    structuredContent: { ...details, error_code: code, message },
     isError: true,
     _meta: { "warden/error_code": code },
   };
@@ -67,7 +66,6 @@ export function shapeOutput(tool: CatalogEntry, value: unknown, notes: readonly 
         messageOf(error),
         "this is a bug in the tool",
       ),
-      tool,
     );
   }
 }

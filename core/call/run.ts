@@ -9,6 +9,7 @@ import { type ContextParts, createContext, notesOf } from "../context.ts";
 import { forgetDeadline, type PendingCall, stopWatched, watchDeadline } from "./deadlines.ts";
 import { messageOf, problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
+import { PROJECT_ARGUMENT, readsProject, resolveProject } from "./projects.ts";
 
 /** What the host supplies for one call besides the arguments. */
 export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "deadline"> {
@@ -17,13 +18,15 @@ export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "dea
   readonly signal?: AbortSignal;
   /** The job this call runs as (core/jobs), for its ledger rows. */
   readonly job?: string;
+  /** The X-MCP-Project header of the HTTP request the call came in, when it has one. */
+  readonly projectHeader?: string | null;
 }
 
 function failure(tool: CatalogEntry, error: unknown): CallResult {
   const name = tool.descriptor.name;
-  if (error instanceof WardenError) return errorResult(error.code, error.message, tool);
+  if (error instanceof WardenError) return errorResult(error.code, error.message, error.details);
   log("error", "tool_failed", { tool: name, error: messageOf(error), stack: (error as Error)?.stack });
-  return errorResult("tool_failed", problem(`Tool "${name}" failed`, messageOf(error)), tool);
+  return errorResult("tool_failed", problem(`Tool "${name}" failed`, messageOf(error)));
 }
 
 /** Why calls are refused and running ones cancelled: the host is stopping (see stopCalls). */
@@ -47,12 +50,25 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   const name = tool.descriptor.name;
   const validated = tool.validateInput(args ?? {});
   if (!validated.ok) {
-    return errorResult("invalid_arguments", argumentsProblem(tool, validated.issues), tool);
+    return errorResult("invalid_arguments", argumentsProblem(tool, validated.issues));
   }
   if (options.signal?.aborted) {
-    return errorResult("cancelled", `Tool "${name}" was cancelled by the client`, tool);
+    return errorResult("cancelled", `Tool "${name}" was cancelled by the client`);
   }
-  if (stoppedBecause !== undefined) return errorResult("cancelled", stoppedError(name, stoppedBecause).message, tool);
+  if (stoppedBecause !== undefined) return errorResult("cancelled", stoppedError(name, stoppedBecause).message);
+  let input = validated.value as Record<string, unknown>;
+  if (readsProject(tool)) {
+    let project: string;
+    try {
+      project = resolveProject(options.fs.rootIds, input[PROJECT_ARGUMENT], {
+        strict: options.host.strictProjectSelection,
+        header: options.projectHeader ?? null,
+      });
+    } catch (error) {
+      return failure(tool, error);
+    }
+    if (input[PROJECT_ARGUMENT] !== project) input = { ...input, [PROJECT_ARGUMENT]: project };
+  }
 
   // The tool's signal is made on first use: an AbortController is a measurable
   // share of a trivial call, and most tools never look at their signal.
@@ -87,7 +103,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       deadline,
     };
     ctx = createContext(tool.risk, parts);
-    returned = tool.invoke(validated.value, ctx);
+    returned = tool.invoke(input, ctx);
   } catch (error) {
     return failure(tool, error);
   }
@@ -109,7 +125,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       if (done) return;
       abortReason = reason;
       controller?.abort(reason);
-      finish(errorResult(reason.code, reason.message, tool));
+      finish(errorResult(reason.code, reason.message));
     };
     const onClientAbort = () => abort(new WardenError("cancelled", `Tool "${name}" was cancelled by the client`));
     const call: PendingCall = {

@@ -121,41 +121,74 @@ function nodeCode(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
 }
 
+/** One root opened: it must be an existing directory. Throws a `config_invalid` error naming the root otherwise. */
+async function openRoot(spec: RootSpec): Promise<OpenRoot> {
+  const fs = platform().fs;
+  const given = path.resolve(spec.path);
+  let real: string;
+  try {
+    real = await fs.realPath(given);
+  } catch (error) {
+    const code = nodeCode(error);
+    // Not there is the common case; anything else (deno's or node's permissions refusing it, a loop) says itself.
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid root "${spec.id}"`,
+        code === "ENOENT" || code === "ENOTDIR"
+          ? `${received(spec.path)} does not exist`
+          : `${received(spec.path)} cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+        code === "ENOENT" || code === "ENOTDIR"
+          ? `pass --root ${spec.id}=<an existing directory>`
+          : "pass a directory this process may read (warden doctor names what the runtime allows)",
+      ),
+    );
+  }
+  if (!(await fs.stat(real)).isDirectory) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid root "${spec.id}"`,
+        `${received(spec.path)} is not a directory`,
+        `pass --root ${spec.id}=<a directory>`,
+      ),
+    );
+  }
+  return { id: spec.id, given, real };
+}
+
 /**
  * Opens the configured roots: each must be an existing directory. Throws a
  * `config_invalid` error naming the root otherwise.
  */
 export async function openRoots(specs: readonly RootSpec[]): Promise<RootFs> {
   const roots = new Map<string, OpenRoot>();
-  for (const spec of specs) {
-    const fs = platform().fs;
-    const given = path.resolve(spec.path);
-    let real: string;
-    try {
-      real = await fs.realPath(given);
-    } catch {
-      throw new WardenError(
-        "config_invalid",
-        problem(
-          `Invalid root "${spec.id}"`,
-          `${received(spec.path)} does not exist`,
-          `pass --root ${spec.id}=<an existing directory>`,
-        ),
-      );
-    }
-    if (!(await fs.stat(real)).isDirectory) {
-      throw new WardenError(
-        "config_invalid",
-        problem(
-          `Invalid root "${spec.id}"`,
-          `${received(spec.path)} is not a directory`,
-          `pass --root ${spec.id}=<a directory>`,
-        ),
-      );
-    }
-    roots.set(spec.id, { id: spec.id, given, real });
-  }
+  for (const spec of specs) roots.set(spec.id, await openRoot(spec));
   return new ConfinedFs(roots);
+}
+
+/**
+ * Makes `specs` the roots of `fs` (made by openRoots), in their order, from the next read on: the projects an MCP
+ * client's roots name (core/transport/server.ts). A spec that cannot be opened (missing, not a directory, or refused
+ * by the runtime's own permissions) is left out and returned with why; the others are opened as openRoots opens
+ * them, so every rule of a configured root holds for them.
+ */
+export async function replaceRoots(
+  fs: RootFs,
+  specs: readonly RootSpec[],
+): Promise<{ readonly id: string; readonly problem: string }[]> {
+  if (!(fs instanceof ConfinedFs)) throw new Error("replaceRoots needs a RootFs made by openRoots");
+  const roots = new Map<string, OpenRoot>();
+  const refused: { id: string; problem: string }[] = [];
+  for (const spec of specs) {
+    try {
+      roots.set(spec.id, await openRoot(spec));
+    } catch (error) {
+      refused.push({ id: spec.id, problem: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  fs.replace(roots);
+  return refused;
 }
 
 /**
@@ -201,13 +234,24 @@ interface StatsPlan {
 }
 
 class ConfinedFs implements RootFs {
-  readonly rootIds: readonly string[];
-  readonly #roots: ReadonlyMap<string, OpenRoot>;
+  #rootIds: readonly string[];
+  #roots: ReadonlyMap<string, OpenRoot>;
   #lastStatsPlan: StatsPlan | undefined;
 
   constructor(roots: ReadonlyMap<string, OpenRoot>) {
     this.#roots = roots;
-    this.rootIds = Object.freeze([...roots.keys()]);
+    this.#rootIds = Object.freeze([...roots.keys()]);
+  }
+
+  get rootIds(): readonly string[] {
+    return this.#rootIds;
+  }
+
+  /** See replaceRoots; for the host only. */
+  replace(roots: ReadonlyMap<string, OpenRoot>): void {
+    this.#roots = roots;
+    this.#rootIds = Object.freeze([...roots.keys()]);
+    this.#lastStatsPlan = undefined;
   }
 
   /** See writableTarget; for the host only. */
@@ -693,15 +737,20 @@ export function restrictRoots(fs: RootFs, allowed: readonly string[], who: strin
 }
 
 class NarrowedFs implements RootFs {
-  readonly rootIds: readonly string[];
   readonly #fs: RootFs;
+  readonly #allowed: readonly string[];
   readonly #who: string;
 
   constructor(fs: RootFs, allowed: readonly string[], who: string) {
     this.#fs = fs;
+    this.#allowed = allowed;
     this.#who = who;
-    this.rootIds = Object.freeze(fs.rootIds.filter((id) => allowed.includes(id)));
     Object.freeze(this);
+  }
+
+  /** The allowed ones among the roots as they are now (a client's roots may replace them, see replaceRoots). */
+  get rootIds(): readonly string[] {
+    return Object.freeze(this.#fs.rootIds.filter((id) => this.#allowed.includes(id)));
   }
 
   #check(root: string): string {

@@ -29,7 +29,7 @@ const POLICY: Policy = { maxRisk: "gate", disabled: new Set(), principalRequired
 /** A gate tool whose handler is `handler`, as the catalog would hold it. */
 function gateTool(handler: (ctx: GateContext) => unknown): CatalogEntry {
   return {
-    descriptor: { name: "probe", _meta: {} },
+    descriptor: { name: "probe", inputSchema: { type: "object", properties: {} }, _meta: {} },
     risk: "gate",
     capabilities: { spawn: [], writeRoots: [], netHosts: [] },
     validateInput: (args: unknown) => ({ ok: true, value: args }),

@@ -55,7 +55,7 @@ export function governedCall(
     const outcome = runTool(tool, args, recordSignals ? { ...options, recordSignals } : options);
     return outcome instanceof Promise ? outcome.then(record) : record(outcome);
   };
-  if (refusal) return record(errorResult(refusal.code, refusal.message, tool));
+  if (refusal) return record(errorResult(refusal.code, refusal.message));
   if (tool.risk === "read") return run();
   // A gate call's signals (ctx.recordSignals): rows of their own, after its intent row and before its call row.
   const recordSignals = async (signals: readonly SignalRecord[]): Promise<RecordedSignals> => {

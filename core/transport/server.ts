@@ -1,17 +1,22 @@
 // The MCP server, over stdio or Streamable HTTP. This is the only module that imports
 // @modelcontextprotocol/sdk, so moving to another SDK major is a one-file change.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { ErrorCode, JSONRPCRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  JSONRPCRequestSchema,
+  McpError,
+  RootsListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Ledger } from "../governance/ledger.ts";
 import { governedCall } from "../governance/governed_call.ts";
 import type { Policy } from "../governance/policy.ts";
 import { type Catalog, refusedToolProblem } from "../catalog.ts";
 import { stopCalls } from "../call/run.ts";
 import { resultJson } from "../call/result.ts";
-import { problem, received } from "../errors.ts";
+import { messageOf, problem, received } from "../errors.ts";
 import { log } from "../log.ts";
 import { platform } from "../platform/mod.ts";
-import type { RootFs } from "../doors/roots.ts";
+import { replaceRoots, type RootFs } from "../doors/roots.ts";
 import type { Spawner } from "../doors/spawn.ts";
 import type { ManifestDoor } from "../doors/manifests.ts";
 import { isId, type JsonRpcMessage, type RequestId, SerializedResult, StdioTransport } from "./stdio.ts";
@@ -21,6 +26,7 @@ import { decide } from "../governance/policy.ts";
 import { WardenError } from "../errors.ts";
 import { hostAndPort, type HttpSettings } from "../config.ts";
 import type { TokenEntry } from "./tokens.ts";
+import { PROJECT_HEADER, projectsOfClientRoots } from "../call/projects.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {
@@ -33,8 +39,8 @@ export interface ServeOptions {
   readonly manifests: ManifestDoor;
   readonly policy: Policy;
   readonly ledger: Ledger;
-  /** Host facts without the protocol version, which initialize decides. */
-  readonly host: Omit<HostFacts, "protocolVersion" | "transport">;
+  /** Host facts without what each connection has of its own: transport, protocol version, X-MCP-Project header. */
+  readonly host: Omit<HostFacts, "protocolVersion" | "transport" | "projectHeader">;
   /**
    * Start-up work that may wait until the server has answered (the catalog's digest, and plugin checks that cannot
    * change the catalog, see core/main.ts), started once: when the first initialize answer is written, at the first
@@ -46,6 +52,8 @@ export interface ServeOptions {
   readonly shutdown: () => Promise<void>;
   /** The job queue, when a tool is served as a job: its tools are also MCP tasks. */
   readonly jobs?: JobHost;
+  /** Over stdio, the projects are the client's roots when it offers them (--client-roots): `fs` takes them. */
+  readonly clientRoots?: boolean;
   /** Serve over Streamable HTTP with these settings and tokens, instead of stdio. */
   readonly http?: { readonly settings: HttpSettings; readonly tokens: readonly TokenEntry[] };
 }
@@ -182,6 +190,8 @@ interface Connection {
   logLevel: number;
   /** The tools/call requests that came task-augmented, by id (see takeTask). */
   readonly asTask: Set<string>;
+  /** The client's roots being read as the projects (--client-roots): a call waits for them. */
+  projectsReady?: Promise<void> | null;
 }
 
 const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
@@ -223,12 +233,17 @@ function protocolOf(options: ServeOptions) {
     if (!options.jobs) throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${method} (${why})`);
     return options.jobs;
   };
-  /** Host facts for one connection: its transport and the protocol version it agreed. */
-  const hostFor = (transport: HostFacts["transport"], protocolVersion: () => string | null): HostFacts => {
+  /** Host facts for one connection: its transport, the protocol version it agreed and its X-MCP-Project header. */
+  const hostFor = (
+    transport: HostFacts["transport"],
+    protocolVersion: () => string | null,
+    projectHeader: string | null = null,
+  ): HostFacts => {
     const facts = options.host;
     return Object.freeze({
       ...facts,
       transport,
+      projectHeader,
       get protocolVersion() {
         return protocolVersion();
       },
@@ -267,6 +282,7 @@ function protocolOf(options: ServeOptions) {
     );
     /** What every call gets, besides its own signal, progress and log. */
     const callOptions = {
+      projectHeader: host.projectHeader,
       policy: connection.policy,
       ledger: options.ledger,
       fs: options.fs,
@@ -292,6 +308,7 @@ function protocolOf(options: ServeOptions) {
         case "tools/call": {
           startDeferred?.();
           if (pending) await pending;
+          if (connection.projectsReady) await connection.projectsReady;
           const name = params?.name;
           if (typeof name !== "string") {
             throw invalidParams("Invalid tools/call: params.name must be the tool name as a string");
@@ -481,6 +498,7 @@ async function serveStdio(options: ServeOptions): Promise<void> {
   }
   const server = protocol.serverFor(connection);
   const { running, cancelled } = sdkInternals(server);
+  if (options.clientRoots) followClientRoots(server, options.fs, connection);
 
   const transport = new StdioTransport();
   // The SDK negotiates the version and the SDK 1.x Server has no public getter for it: it is read from the
@@ -558,6 +576,39 @@ async function serveStdio(options: ServeOptions): Promise<void> {
   }
 }
 
+/**
+ * --client-roots: once the client has initialized, its roots are the projects (its first is the default), read again
+ * each time it says they changed; calls wait while they are read. A client that offers no roots, or fails to list
+ * them, leaves the configured ones (and the log says so).
+ */
+function followClientRoots(server: Server, fs: RootFs, connection: Connection): void {
+  const read = () => {
+    const reading = (async () => {
+      try {
+        const { roots } = await server.listRoots();
+        const { specs, refused } = projectsOfClientRoots(roots, (url) => platform().fromFileUrl(url));
+        const unopened = await replaceRoots(fs, specs);
+        log("info", "projects_from_client_roots", {
+          projects: fs.rootIds,
+          refused: [...refused.map((r) => `${r.uri}: ${r.problem}`), ...unopened.map((r) => r.problem)],
+        });
+      } catch (error) {
+        // The SDK refuses the whole list for one root that is not a file: URI, and says so in a dump of zod issues.
+        log("warn", "client_roots_unread", { error: messageOf(error).slice(0, 500), projects: fs.rootIds });
+      }
+    })();
+    connection.projectsReady = reading;
+    void reading.then(() => {
+      if (connection.projectsReady === reading) connection.projectsReady = null;
+    });
+  };
+  server.oninitialized = () => {
+    if (server.getClientCapabilities()?.roots) read();
+    else log("info", "client_roots_unavailable", { why: "the client offers no roots", projects: fs.rootIds });
+  };
+  server.setNotificationHandler(RootsListChangedNotificationSchema, () => read());
+}
+
 /** Stops what the server started, then ends the process, whatever hangs (a plugin child, a reader that stopped). */
 function exitAfter(shutdown: () => Promise<void>): void {
   setTimeout(() => platform().exit(0), 900);
@@ -605,7 +656,7 @@ async function serveHttp(options: ServeOptions, http: NonNullable<ServeOptions["
       // Negotiated per request: initialize's answer says it, every later request's header repeats it.
       let protocolVersion: string | null = request.headers.get("mcp-protocol-version");
       const connection: Connection = {
-        host: protocol.hostFor("http", () => protocolVersion),
+        host: protocol.hostFor("http", () => protocolVersion, request.headers.get(PROJECT_HEADER)),
         policy: policyOf(principal),
         logLevel: INFO_LEVEL,
         asTask: new Set(),

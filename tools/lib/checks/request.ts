@@ -2,6 +2,7 @@
 // the catalog need these at startup, the runner (run.ts, with git, the code
 // graph and warden's own checks) only when a run starts.
 import * as v from "valibot";
+import { type HandlerArgs, projectIdInput } from "../../../core/tool.ts";
 import { REF_PATTERN } from "../git.ts";
 import { CheckOutcomeSchema, FindingSchema, SEVERITIES } from "./types.ts";
 import { SIGNAL_OUTPUT } from "./signal_fields.ts";
@@ -22,7 +23,7 @@ const GLOBS = (what: string) =>
 
 /** The arguments of a run (run_checks's input, less paging): declarative, so the catalog shows them. */
 export const RUN_INPUT = {
-  root: v.optional(v.pipe(v.string(), v.description("Root id (default: the first configured root)."))),
+  project_id: projectIdInput,
   group: v.optional(v.pipe(
     v.picklist(GROUPS),
     v.description(
@@ -60,7 +61,8 @@ export const RUN_INPUT = {
   )),
 };
 const RunRequestSchema = v.strictObject(RUN_INPUT);
-export type RunRequest = v.InferOutput<typeof RunRequestSchema>;
+/** A run's arguments as the host hands them over: its project settled (see projectIdInput). */
+export type RunRequest = HandlerArgs<typeof RunRequestSchema>;
 
 /** The answer of a run, before paging. */
 export const RUN_OUTPUT = {
@@ -82,7 +84,7 @@ export const RUN_OUTPUT = {
   reducedCoverage: v.boolean(),
   coverageReasons: v.array(v.string()),
   scope: v.object({
-    root: v.string(),
+    project_id: v.pipe(v.string(), v.description("The project read.")),
     mode: v.picklist(["staged", "working", "range"]),
     range: v.nullable(v.string()),
     files: v.pipe(v.number(), v.description("Files of the change the checks looked at (after file/dir/exclude).")),

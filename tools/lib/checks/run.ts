@@ -43,17 +43,11 @@ interface PreparedRun {
 }
 
 /**
- * Checks what a run needs before it reads the change: the root, scope or diff, the repository's manifest (refused
+ * Checks what a run needs before it reads the change: scope or diff, the repository's manifest (refused
  * unless trusted), and the group (`repo` needs a manifest). Throws the WardenError the run would.
  */
 async function prepareRun(request: RunRequest, ctx: GateContext): Promise<PreparedRun> {
-  const root = request.root ?? ctx.fs.rootIds[0];
-  if (!ctx.fs.rootIds.includes(root)) {
-    throw new WardenError(
-      "unknown_root",
-      problem(`Unknown root ${received(root)}`, `the roots are ${ctx.fs.rootIds.join(", ")}`),
-    );
-  }
+  const root = request.project_id;
   if (request.scope !== undefined && request.diff !== undefined) {
     throw new WardenError(
       "invalid_arguments",
@@ -83,7 +77,7 @@ async function prepareRun(request: RunRequest, ctx: GateContext): Promise<Prepar
 }
 
 /**
- * Refuses now what a run would refuse before it reads the change (an unknown root, a refused manifest, a root that is
+ * Refuses now what a run would refuse before it reads the change (a refused manifest, a root that is
  * not a git working tree, a range whose refs do not exist): run_checks_start asks it, so that a request that cannot
  * run is an error at start, never a job that fails later.
  */
@@ -252,7 +246,7 @@ export async function runChecks(
     reducedCoverage: coverageReasons.length > 0,
     coverageReasons,
     scope: {
-      root,
+      project_id: root,
       mode: scope.mode,
       range: scope.range,
       files: scope.files.length,
