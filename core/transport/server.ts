@@ -4,8 +4,10 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
   ErrorCode,
   JSONRPCRequestSchema,
+  LATEST_PROTOCOL_VERSION,
   McpError,
   RootsListChangedNotificationSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Ledger } from "../governance/ledger.ts";
 import { governedCall } from "../governance/governed_call.ts";
@@ -27,6 +29,17 @@ import { WardenError } from "../errors.ts";
 import { hostAndPort, type HttpSettings } from "../config.ts";
 import type { TokenEntry } from "./tokens.ts";
 import { PROJECT_HEADER, projectsOfClientRoots } from "../call/projects.ts";
+import {
+  CATALOG_CACHE,
+  eraOf,
+  type EraRefusal,
+  headerMismatch,
+  isRefusal,
+  META,
+  MODERN_VERSION,
+  type ModernRequest,
+  NO_CACHE,
+} from "./eras.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
 export interface ServeOptions {
@@ -192,6 +205,40 @@ interface Connection {
   readonly asTask: Set<string>;
   /** The client's roots being read as the projects (--client-roots): a call waits for them. */
   projectsReady?: Promise<void> | null;
+  /** The requests of the 2026-07-28 era in flight, by id (see eraOf): answered as that revision says. */
+  readonly modern: Map<string, ModernRequest>;
+}
+
+/** The initialize-era versions, the SDK's own list (the modern one is warden's, core/transport/eras.ts). */
+const LEGACY_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
+
+/**
+ * The cache hints a modern result carries (2026-07-28, caching): the catalog and the server's identity are fixed for
+ * the process and the same for every caller; the job reports change as jobs run.
+ */
+const CACHE_HINTS: Record<string, Record<string, unknown>> = {
+  "server/discover": CATALOG_CACHE,
+  "tools/list": CATALOG_CACHE,
+  "resources/templates/list": CATALOG_CACHE,
+  "resources/list": NO_CACHE,
+  "resources/read": NO_CACHE,
+};
+
+/** A modern request's result: `resultType` first, then the result as it would be (and `extra`, e.g. cache hints). */
+function modernResult(result: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  if (result instanceof SerializedResult) {
+    const tail = Object.keys(extra).length === 0 ? "" : `,${JSON.stringify(extra).slice(1, -1)}`;
+    const body = result.json.slice(1, -1);
+    return new SerializedResult(
+      `{"resultType":"complete"${body === "" ? "" : `,${body}`}${tail}}`,
+    ) as unknown as Record<string, unknown>;
+  }
+  return { resultType: "complete", ...(result as Record<string, unknown>), ...extra };
+}
+
+/** The JSON-RPC error a modern request is refused with. */
+function refusalError(refusal: EraRefusal): { code: number; message: string; data?: Record<string, unknown> } {
+  return { code: refusal.code, message: refusal.message, ...(refusal.data ? { data: refusal.data } : {}) };
 }
 
 const keyOfId = (id: RequestId) => `${typeof id}:${id}`;
@@ -257,20 +304,34 @@ function protocolOf(options: ServeOptions) {
     });
   };
 
+  const capabilities = {
+    tools: { listChanged: false },
+    logging: {},
+    // A tool served as a job may also be called as a task (MCP 2025-11-25), backed by the same job store.
+    ...(options.jobs ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+    // The jobs' report directories (their result and their programs' logs), read-only and fenced.
+    ...(options.jobs ? { resources: {} } : {}),
+  };
+  const serverInfo = { name: options.name, version: options.version };
+  /** server/discover's answer (2026-07-28): the same for every caller while the process lives. */
+  const discovered = {
+    supportedVersions: [MODERN_VERSION, ...LEGACY_VERSIONS],
+    capabilities,
+    serverInfo,
+    _meta: { [META.serverInfo]: serverInfo },
+  };
+
   /** An SDK Server answering as warden: its tools, tasks, resources and logging, with warden's own validation. */
   const serverFor = (connection: Connection): Server => {
     const { host } = connection;
+    let modernHost: HostFacts | undefined;
+    /** The host facts of a modern request: the revision it named, whatever an earlier initialize agreed. */
+    const hostOf = (modern: ModernRequest | undefined) =>
+      modern ? (modernHost ??= hostFor(host.transport, () => MODERN_VERSION, host.projectHeader)) : host;
     const server = new Server(
-      { name: options.name, version: options.version },
+      serverInfo,
       {
-        capabilities: {
-          tools: { listChanged: false },
-          logging: {},
-          // A tool served as a job may also be called as a task (MCP 2025-11-25), backed by the same job store.
-          ...(options.jobs ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
-          // The jobs' report directories (their result and their programs' logs), read-only and fenced.
-          ...(options.jobs ? { resources: {} } : {}),
-        },
+        capabilities,
         // Used only to check elicitation replies, which warden never requests;
         // passing one keeps the SDK from building Ajv (and the build drops Ajv).
         jsonSchemaValidator: {
@@ -295,8 +356,26 @@ function protocolOf(options: ServeOptions) {
     // validation, instead of the SDK's per-request zod parsing of requests and results.
     server.removeRequestHandler("logging/setLevel");
     server.fallbackRequestHandler = async (request, extra) => {
+      const key = keyOfId(extra.requestId);
+      const modern = connection.modern.get(key);
+      if (modern === undefined) return await answer(request, extra, undefined);
+      try {
+        return modernResult(await answer(request, extra, modern), CACHE_HINTS[request.method]);
+      } finally {
+        connection.modern.delete(key);
+      }
+    };
+    /** One request's answer; `modern` when it is of the 2026-07-28 era (its results carry resultType). */
+    const answer = async (
+      request: { method: string; params?: unknown },
+      extra: Parameters<NonNullable<Server["fallbackRequestHandler"]>>[1],
+      modern: ModernRequest | undefined,
+    ): Promise<Record<string, unknown>> => {
       const params = request.params as Params;
       switch (request.method) {
+        case "server/discover":
+          if (!modern) throw new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method}`);
+          return discovered;
         case "tools/list": {
           if (params?.cursor !== undefined) {
             throw invalidParams(
@@ -346,8 +425,12 @@ function protocolOf(options: ServeOptions) {
           }
           const progressToken = (params?._meta as Params)?.progressToken;
           const validToken = typeof progressToken === "string" || typeof progressToken === "number";
+          if (modern?.traceparent) log("debug", "call", { tool: name, traceparent: modern.traceparent });
+          // A modern request asks for logs in its own _meta (none without), a legacy one with logging/setLevel.
+          const logLevel = modern ? modern.logLevel : connection.logLevel;
           const result = await governedCall(tool, args, {
             ...callOptions,
+            host: hostOf(modern),
             signal: extra.signal,
             sendProgress: validToken
               ? (progress, total, message) =>
@@ -362,7 +445,7 @@ function protocolOf(options: ServeOptions) {
                 })
               : undefined,
             sendLog: (level, data) => {
-              if (CLIENT_LOG_LEVELS.indexOf(level) < connection.logLevel) return;
+              if (logLevel === null || CLIENT_LOG_LEVELS.indexOf(level) < logLevel) return;
               void extra.sendNotification({ method: "notifications/message", params: { level, logger: name, data } })
                 .catch(() => {});
             },
@@ -411,6 +494,8 @@ function protocolOf(options: ServeOptions) {
               if (error.code === "invalid_arguments" || error.code === "path_refused") {
                 throw invalidParams(error.message);
               }
+              // 2026-07-28 has no -32002: a resource that is not there is the request's fault too.
+              if (error.code === "not_found" && modern) throw invalidParams(error.message);
               throw new McpError(
                 error.code === "not_found" ? RESOURCE_NOT_FOUND : ErrorCode.InternalError,
                 error.message,
@@ -490,6 +575,7 @@ async function serveStdio(options: ServeOptions): Promise<void> {
     policy: options.policy,
     logLevel: INFO_LEVEL,
     asTask: new Set(),
+    modern: new Map(),
   };
   // Not setTimeout: deno 2.9 loads its node:timers layer at a process's first setTimeout (~10 ms of CPU), which
   // would come before the initialize answer; AbortSignal.timeout does not (scripts/bench/README.md, start-up).
@@ -561,6 +647,11 @@ async function serveStdio(options: ServeOptions): Promise<void> {
     transport.onmessage = (message) => {
       const id = message.id;
       if (typeof message.method !== "string" || !isId(id)) return sdkOnMessage(message);
+      // A 2026-07-28 request stands alone, whatever an initialize agreed before it: refused here when malformed or
+      // of a version warden does not speak, else noted for the handler that answers it.
+      const era = eraOf(message, LEGACY_VERSIONS);
+      if (isRefusal(era)) return void transport.send({ jsonrpc: "2.0", id, error: refusalError(era) });
+      if (era) connection.modern.set(keyOfId(id), era);
       message = takeTask(message, connection, options.jobs !== undefined);
       if (message.method === "initialize") initializing.add(id);
       const before = running.get(id);
@@ -628,6 +719,52 @@ function streamsAnswer(message: unknown): boolean {
   );
 }
 
+/** `request` with `name` set to `value`. */
+function withHeader(request: Request, name: string, value: string): Request {
+  const headers = new Headers(request.headers);
+  headers.set(name, value);
+  return new Request(request.url, { method: request.method, headers, signal: request.signal });
+}
+
+/** A JSON-RPC error as its own HTTP answer, with the status 2026-07-28 gives it. */
+function errorResponse(id: unknown, refusal: EraRefusal): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", id: isId(id) ? id : null, error: refusalError(refusal) }), {
+    status: refusal.status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+/**
+ * Whether an HTTP request is of the 2026-07-28 era: false for a legacy one (the SDK's transport answers it as ever),
+ * true once noted for the handler, or the Response that refuses it (a malformed or unsupported request, a header
+ * that does not say what the body says, a method the revision does not have, a batch).
+ */
+function modernHttp(message: unknown, request: Request, connection: Connection): boolean | Response {
+  if (Array.isArray(message)) {
+    const modern = message.some((m) => typeof m === "object" && m !== null && eraOf(m, LEGACY_VERSIONS) !== null);
+    return modern
+      ? errorResponse(null, {
+        code: ErrorCode.InvalidRequest,
+        message: `Invalid Request: ${MODERN_VERSION} has no batches; send each request on its own`,
+        status: 400,
+      })
+      : false;
+  }
+  const m = message as JsonRpcMessage;
+  if (typeof m?.method !== "string") return false;
+  const era = eraOf(m, LEGACY_VERSIONS);
+  if (era === null) return false;
+  if (isRefusal(era)) return errorResponse(m.id, era);
+  // A probe without _meta (server/discover alone) has no headers to agree with.
+  const meta = (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  if (meta?.[META.protocolVersion] !== undefined) {
+    const mismatch = headerMismatch(m, era.version, request.headers);
+    if (mismatch) return errorResponse(m.id, mismatch);
+  }
+  if (isId(m.id)) connection.modern.set(keyOfId(m.id), era);
+  return true;
+}
+
 /** How long requests in flight get to be answered after SIGTERM, before their calls are cancelled. */
 export const HTTP_DRAIN_MS = 10_000;
 
@@ -660,7 +797,15 @@ async function serveHttp(options: ServeOptions, http: NonNullable<ServeOptions["
         policy: policyOf(principal),
         logLevel: INFO_LEVEL,
         asTask: new Set(),
+        modern: new Map(),
       };
+      const modern = modernHttp(message, request, connection);
+      if (modern instanceof Response) return modern;
+      if (modern) {
+        protocolVersion = MODERN_VERSION;
+        // The SDK's transport knows the initialize-era versions only: it is told one, the request is answered as modern.
+        request = withHeader(request, "mcp-protocol-version", LATEST_PROTOCOL_VERSION);
+      }
       const each = Array.isArray(message) ? message : [message];
       const taken = each.map((m) =>
         typeof m === "object" && m !== null && typeof (m as JsonRpcMessage).method === "string"
