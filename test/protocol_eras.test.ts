@@ -317,6 +317,12 @@ describe(`a 2026-07-28 client, with no initialize (${runtimeName})`, () => {
         : JSON.parse(text);
       return { status: response.status, body };
     };
+    const simpleText = (id: number) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name: "test_simple_text", arguments: {}, _meta: META },
+    });
     const headersFor = (method: string, name?: string) => ({
       "mcp-protocol-version": MODERN,
       "mcp-method": method,
@@ -337,12 +343,7 @@ describe(`a 2026-07-28 client, with no initialize (${runtimeName})`, () => {
         "public",
       ]);
       const called = await post(
-        {
-          jsonrpc: "2.0",
-          id: 3,
-          method: "tools/call",
-          params: { name: "test_simple_text", arguments: {}, _meta: META },
-        },
+        simpleText(3),
         headersFor("tools/call", "test_simple_text"),
       );
       assert.deepEqual([called.status, called.body.result.resultType, called.body.result.content[0].text], [
@@ -376,12 +377,7 @@ describe(`a 2026-07-28 client, with no initialize (${runtimeName})`, () => {
         /^Header mismatch: MCP-Protocol-Version is missing; it must be "2026-07-28"/,
       );
       const wrongName = await post(
-        {
-          jsonrpc: "2.0",
-          id: 10,
-          method: "tools/call",
-          params: { name: "test_simple_text", arguments: {}, _meta: META },
-        },
+        simpleText(10),
         headersFor("tools/call", "test_error_handling"),
       );
       assert.deepEqual([wrongName.status, wrongName.body.error.code], [400, -32020]);
