@@ -353,11 +353,13 @@ export function sshKeygen(...args: string[]): string {
 /**
  * Writes a plugin `id` of one tool, `echo`, in `dir`: its entry and its canonical (RFC 8785: keys sorted, no spaces)
  * manifest, signed with `key` in warden's plugin namespace by ssh-keygen itself. Returns the manifest's digest, as a
- * lock pins it.
+ * lock pins it. With `project`, echo also takes `project_id` and answers the one the host settled.
  */
-export function writeSignedEchoPlugin(dir: string, id: string, key: string): string {
+export function writeSignedEchoPlugin(dir: string, id: string, key: string, project = false): string {
   mkdirSync(dir, { recursive: true });
-  const entry = `export const tools = { echo: async (args) => ({ text: args.text }) };\n`;
+  const entry = project
+    ? `export const tools = { echo: async (args) => ({ text: args.text, project_id: args.project_id }) };\n`
+    : `export const tools = { echo: async (args) => ({ text: args.text }) };\n`;
   writeFileSync(path.join(dir, "plugin.js"), entry);
   const manifest = JSON.stringify({
     author: "tests",
@@ -371,7 +373,9 @@ export function writeSignedEchoPlugin(dir: string, id: string, key: string): str
       description: "Echoes.",
       inputSchema: {
         additionalProperties: false,
-        properties: { text: { type: "string" } },
+        properties: project
+          ? { project_id: { type: "string" }, text: { type: "string" } }
+          : { text: { type: "string" } },
         required: ["text"],
         type: "object",
       },

@@ -5,7 +5,7 @@
 // selection; host_context as the connection check, with its probe; and the
 // projects an MCP client's roots name (--client-roots), as they change.
 import assert from "node:assert/strict";
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
@@ -18,9 +18,11 @@ import {
   runtimeName,
   runWarden,
   type Session,
+  sshKeygen,
   startHttp,
   tempDir,
   textOf,
+  writeSignedEchoPlugin,
 } from "./helpers.ts";
 
 type Structured = Record<string, unknown>;
@@ -361,5 +363,58 @@ describe(`projects from the client's roots, --client-roots (${runtimeName})`, ()
       result.stderr,
       /--client-roots works over stdio only: an HTTP server answers many clients, each with roots of its own, and asks none of them; give the projects with --root/,
     );
+  });
+});
+
+describe(`a plugin tool that takes project_id (${runtimeName})`, () => {
+  let work: ReturnType<typeof projectsDir>;
+  let env: Record<string, string>;
+  before(() => {
+    work = projectsDir();
+    const key = path.join(work.dir, "key");
+    sshKeygen("-q", "-t", "ed25519", "-N", "", "-C", "key", "-f", key);
+    const fingerprint = sshKeygen("-l", "-E", "sha256", "-f", `${key}.pub`).split(" ")[1];
+    const [type, blob] = readFileSync(`${key}.pub`, "utf8").trim().split(" ");
+    writeFileSync(
+      path.join(work.dir, "allowed_signers"),
+      `team@warden.invalid namespaces="warden-plugin-v1" ${type} ${blob}\n`,
+    );
+    const digest = writeSignedEchoPlugin(path.join(work.dir, "plugins", "where"), "where", key, true);
+    writeFileSync(
+      path.join(work.dir, "plugins.lock.json"),
+      JSON.stringify({
+        lockVersion: 1,
+        plugins: {
+          where: {
+            manifestDigest: digest,
+            version: "1.0.0",
+            principal: "team@warden.invalid",
+            fingerprint,
+            pinnedAt: "2026-12-01T00:00:00.000Z",
+          },
+        },
+      }),
+    );
+    env = {
+      WARDEN_PLUGINS_DIR: path.join(work.dir, "plugins"),
+      WARDEN_PLUGINS_LOCK: path.join(work.dir, "plugins.lock.json"),
+      WARDEN_ALLOWED_SIGNERS: path.join(work.dir, "allowed_signers"),
+      WARDEN_REVOKED_KEYS: path.join(work.dir, "revoked_keys"),
+    };
+  });
+  after(() => work?.remove());
+
+  it("gets the project the host settled, and its refusals, as a built-in tool does", async () => {
+    const session = await connect({ args: ["serve", "--strict-project-selection", ...work.args], env });
+    try {
+      const named = await session.client.callTool({ name: "where_echo", arguments: { text: "hi", project_id: "lib" } });
+      assert.equal(textOf(named), '{"text":"hi","project_id":"lib"}', session.stderr());
+      const implicit = await session.client.callTool({ name: "where_echo", arguments: { text: "hi" } });
+      assert.equal(codeOf(implicit), "project_ambiguous", textOf(implicit));
+      const unknown = await session.client.callTool({ name: "where_echo", arguments: { text: "hi", project_id: "x" } });
+      assert.equal(codeOf(unknown), "project_unknown");
+    } finally {
+      await session.close();
+    }
   });
 });

@@ -657,6 +657,7 @@ async function serveStdio(options: ServeOptions): Promise<void> {
       const before = running.get(id);
       sdkOnMessage(message);
       if (transport.waiting(id) && running.get(id) === before) {
+        connection.modern.delete(keyOfId(id)); // no handler will take it
         const issues = schemaIssues(JSONRPCRequestSchema.safeParse(message).error);
         const error = issues
           ? schemaRefusal(message, issues)
