@@ -668,7 +668,8 @@ export function parseConfig(
     return given !== undefined && (given[1] === "1" || given[1] === "true");
   };
   const clientRoots = toggle("--client-roots", "WARDEN_CLIENT_ROOTS");
-  if (clientRoots && toggle("--http", "WARDEN_HTTP")) {
+  const httpEnabled = toggle("--http", "WARDEN_HTTP");
+  if (clientRoots && httpEnabled) {
     throw new WardenError(
       "config_invalid",
       problem(
@@ -682,7 +683,7 @@ export function parseConfig(
   const requestTimeout = setting("--request-timeout", "WARDEN_HTTP_REQUEST_TIMEOUT");
   const maxBody = setting("--max-body", "WARDEN_HTTP_MAX_BODY");
   const http: HttpSettings = Object.freeze({
-    enabled: toggle("--http", "WARDEN_HTTP"),
+    enabled: httpEnabled,
     host: hostSetting ? parseHostName(hostSetting[0], hostSetting[1]) : "127.0.0.1",
     port: count("--port", "WARDEN_HTTP_PORT", 8790, 0, 65535),
     allowedHosts: list("--allowed-host", "WARDEN_ALLOWED_HOSTS", parseHostName),

@@ -4,7 +4,7 @@
 // default (the first root), unless strict selection asks the caller to choose.
 // The errors name project ids only, never a path.
 import type { CatalogEntry } from "../catalog.ts";
-import { problem, received, WardenError } from "../errors.ts";
+import { messageOf, problem, received, WardenError } from "../errors.ts";
 
 /** The argument a tool that reads a project's tree takes. */
 export const PROJECT_ARGUMENT = "project_id";
@@ -143,7 +143,7 @@ export function projectsOfClientRoots(
     try {
       dir = pathOfUrl(url);
     } catch (error) {
-      refused.push({ uri: root.uri, problem: error instanceof Error ? error.message : String(error) });
+      refused.push({ uri: root.uri, problem: messageOf(error) });
       continue;
     }
     const base = idOf(

@@ -3,7 +3,7 @@
 // absolute paths and symlinks that lead out of a root are refused. Results
 // name roots by id and paths relative to the root, never host paths.
 import path from "node:path";
-import { problem, received, WardenError } from "../errors.ts";
+import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { type FileStat, platform, type PlatformDirEntry } from "../platform/mod.ts";
 import { LSTAT_DIRECTORY, LSTAT_FIELDS, LSTAT_FILE, LSTAT_MISSING, LSTAT_SYMLINK } from "../platform/lstat_many.ts";
 
@@ -137,7 +137,7 @@ async function openRoot(spec: RootSpec): Promise<OpenRoot> {
         `Invalid root "${spec.id}"`,
         code === "ENOENT" || code === "ENOTDIR"
           ? `${received(spec.path)} does not exist`
-          : `${received(spec.path)} cannot be read: ${error instanceof Error ? error.message : String(error)}`,
+          : `${received(spec.path)} cannot be read: ${messageOf(error)}`,
         code === "ENOENT" || code === "ENOTDIR"
           ? `pass --root ${spec.id}=<an existing directory>`
           : "pass a directory this process may read (warden doctor names what the runtime allows)",
@@ -184,7 +184,7 @@ export async function replaceRoots(
     try {
       roots.set(spec.id, await openRoot(spec));
     } catch (error) {
-      refused.push({ id: spec.id, problem: error instanceof Error ? error.message : String(error) });
+      refused.push({ id: spec.id, problem: messageOf(error) });
     }
   }
   fs.replace(roots);

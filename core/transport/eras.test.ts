@@ -52,7 +52,7 @@ describe("eraOf", () => {
 
 describe("headerMismatch", () => {
   it("wants the version, the method and, for tools/call, the tool in the headers as in the body", () => {
-    const call = { method: "tools/call", params: { name: "echo" } };
+    const call = { method: "tools/call", params: { name: "echo", _meta: META } };
     const headers = new Headers({
       "mcp-protocol-version": "2026-07-28",
       "mcp-method": "tools/call",

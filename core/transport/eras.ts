@@ -7,6 +7,7 @@
 // SDK's own list of legacy versions.
 import { received } from "../errors.ts";
 import { CLIENT_LOG_LEVELS } from "../tool.ts";
+import { SerializedResult } from "./stdio.ts";
 
 /** The one modern revision warden speaks. */
 export const MODERN_VERSION = "2026-07-28";
@@ -145,9 +146,11 @@ export function isRefusal(era: ModernRequest | EraRefusal | null): era is EraRef
 /**
  * What an HTTP request of the modern era must also say in its headers (2026-07-28, Streamable HTTP): its version in
  * MCP-Protocol-Version, its method in Mcp-Method, and for tools/call and resources/read its tool or resource in
- * Mcp-Name, each equal to the body's. Null when they agree.
+ * Mcp-Name, each equal to the body's. Null when they agree, and for a probe without _meta (server/discover alone),
+ * which has nothing for headers to agree with.
  */
 export function headerMismatch(message: Message, version: string, headers: Headers): EraRefusal | null {
+  if (metaOf(message)?.[META.protocolVersion] === undefined) return null;
   const params = message.params as { name?: unknown; uri?: unknown } | undefined;
   const expected: [string, unknown][] = [
     ["MCP-Protocol-Version", version],
@@ -171,6 +174,32 @@ export function headerMismatch(message: Message, version: string, headers: Heade
 }
 
 /** Cache hints of a modern list or discover result: the catalog is frozen for the process, the same for every caller. */
-export const CATALOG_CACHE = Object.freeze({ ttlMs: 300_000, cacheScope: "public" as const });
+const CATALOG_CACHE = Object.freeze({ ttlMs: 300_000, cacheScope: "public" as const });
 /** Cache hints of what changes as jobs run (their reports): read again each time, one caller's. */
-export const NO_CACHE = Object.freeze({ ttlMs: 0, cacheScope: "private" as const });
+const NO_CACHE = Object.freeze({ ttlMs: 0, cacheScope: "private" as const });
+
+/**
+ * The cache hints a modern result carries (2026-07-28, caching): the catalog and the server's identity are fixed for
+ * the process and the same for every caller; the job reports change as jobs run.
+ */
+const CACHE_HINTS: Record<string, Record<string, unknown>> = {
+  "server/discover": CATALOG_CACHE,
+  "tools/list": CATALOG_CACHE,
+  "resources/templates/list": CATALOG_CACHE,
+  "resources/list": NO_CACHE,
+  "resources/read": NO_CACHE,
+};
+
+/**
+ * A modern request's result: `resultType` first, then the result as it would be, then the cache hints of its method.
+ * A result serialized already (a tool's answer) is extended as text, not parsed again.
+ */
+export function modernResult(method: string, result: unknown): unknown {
+  const extra = CACHE_HINTS[method] ?? {};
+  if (result instanceof SerializedResult) {
+    const tail = Object.keys(extra).length === 0 ? "" : `,${JSON.stringify(extra).slice(1, -1)}`;
+    const body = result.json.slice(1, -1);
+    return new SerializedResult(`{"resultType":"complete"${body === "" ? "" : `,${body}`}${tail}}`);
+  }
+  return { resultType: "complete", ...(result as Record<string, unknown>), ...extra };
+}

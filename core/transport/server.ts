@@ -30,7 +30,6 @@ import { hostAndPort, type HttpSettings } from "../config.ts";
 import type { TokenEntry } from "./tokens.ts";
 import { PROJECT_HEADER, projectsOfClientRoots } from "../call/projects.ts";
 import {
-  CATALOG_CACHE,
   eraOf,
   type EraRefusal,
   headerMismatch,
@@ -38,7 +37,7 @@ import {
   META,
   MODERN_VERSION,
   type ModernRequest,
-  NO_CACHE,
+  modernResult,
 } from "./eras.ts";
 
 /** What `serve` needs: the frozen catalog and the door tools read through. */
@@ -212,30 +211,6 @@ interface Connection {
 /** The initialize-era versions, the SDK's own list (the modern one is warden's, core/transport/eras.ts). */
 const LEGACY_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 
-/**
- * The cache hints a modern result carries (2026-07-28, caching): the catalog and the server's identity are fixed for
- * the process and the same for every caller; the job reports change as jobs run.
- */
-const CACHE_HINTS: Record<string, Record<string, unknown>> = {
-  "server/discover": CATALOG_CACHE,
-  "tools/list": CATALOG_CACHE,
-  "resources/templates/list": CATALOG_CACHE,
-  "resources/list": NO_CACHE,
-  "resources/read": NO_CACHE,
-};
-
-/** A modern request's result: `resultType` first, then the result as it would be (and `extra`, e.g. cache hints). */
-function modernResult(result: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  if (result instanceof SerializedResult) {
-    const tail = Object.keys(extra).length === 0 ? "" : `,${JSON.stringify(extra).slice(1, -1)}`;
-    const body = result.json.slice(1, -1);
-    return new SerializedResult(
-      `{"resultType":"complete"${body === "" ? "" : `,${body}`}${tail}}`,
-    ) as unknown as Record<string, unknown>;
-  }
-  return { resultType: "complete", ...(result as Record<string, unknown>), ...extra };
-}
-
 /** The JSON-RPC error a modern request is refused with. */
 function refusalError(refusal: EraRefusal): { code: number; message: string; data?: Record<string, unknown> } {
   return { code: refusal.code, message: refusal.message, ...(refusal.data ? { data: refusal.data } : {}) };
@@ -360,7 +335,7 @@ function protocolOf(options: ServeOptions) {
       const modern = connection.modern.get(key);
       if (modern === undefined) return await answer(request, extra, undefined);
       try {
-        return modernResult(await answer(request, extra, modern), CACHE_HINTS[request.method]);
+        return modernResult(request.method, await answer(request, extra, modern)) as Record<string, unknown>;
       } finally {
         connection.modern.delete(key);
       }
@@ -756,12 +731,8 @@ function modernHttp(message: unknown, request: Request, connection: Connection):
   const era = eraOf(m, LEGACY_VERSIONS);
   if (era === null) return false;
   if (isRefusal(era)) return errorResponse(m.id, era);
-  // A probe without _meta (server/discover alone) has no headers to agree with.
-  const meta = (m.params as { _meta?: Record<string, unknown> } | undefined)?._meta;
-  if (meta?.[META.protocolVersion] !== undefined) {
-    const mismatch = headerMismatch(m, era.version, request.headers);
-    if (mismatch) return errorResponse(m.id, mismatch);
-  }
+  const mismatch = headerMismatch(m, era.version, request.headers);
+  if (mismatch) return errorResponse(m.id, mismatch);
   if (isId(m.id)) connection.modern.set(keyOfId(m.id), era);
   return true;
 }
