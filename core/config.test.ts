@@ -71,7 +71,26 @@ test("parseConfig: HTTP settings, their defaults, lists and normal forms", () =>
     maxBodyBytes: 4 << 20,
     maxCallsPerPrincipal: 16,
     requestTimeoutMs: 70_000,
+    authorization: null,
   });
+  // Issuer and resource kept as written (tokens' iss and aud are compared as strings); scopes from either source.
+  const oauthOf = (argv: string[], env: Record<string, string> = {}) =>
+    parseConfig(argv, envOf({ HOME: "/h", ...env }), "linux").config.http.authorization;
+  assert.deepEqual(
+    oauthOf(["--authorization-server", "https://id.example.com/", "--resource", "https://w.example/mcp"], {
+      WARDEN_REQUIRED_SCOPES: "mcp:tools, mcp:gate",
+    }),
+    { issuer: "https://id.example.com/", resource: "https://w.example/mcp", requiredScopes: ["mcp:tools", "mcp:gate"] },
+  );
+  assert.equal(
+    oauthOf([], { WARDEN_AUTHORIZATION_SERVER: "http://[::1]:8080", WARDEN_RESOURCE: "http://localhost/mcp" })?.issuer,
+    "http://[::1]:8080",
+    "http on a loopback address: an authorization server on this machine",
+  );
+  assert.throws(
+    () => oauthOf([], { WARDEN_AUTHORIZATION_SERVER: "https://id.example.com?x=1", WARDEN_RESOURCE: "https://w/" }),
+    /Invalid WARDEN_AUTHORIZATION_SERVER: expected an https URL .*no query or fragment, received/,
+  );
   const given = parseConfig(
     [
       "--http",

@@ -182,7 +182,7 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     env: "WARDEN_HTTP_HOST",
     default: "127.0.0.1",
     description:
-      "The address the HTTP server binds. Any address but loopback needs a tokens file: warden refuses to start without one.",
+      "The address the HTTP server binds. Any address but loopback needs a tokens file or an `--authorization-server`: warden refuses to start without one.",
   },
   {
     flag: "--port <n>",
@@ -230,6 +230,27 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     default: "the call timeout and 10s",
     description:
       "Longest an HTTP request may take before its calls are cancelled and it is answered with an error (1 s to 1 h).",
+  },
+  {
+    flag: "--authorization-server <issuer>",
+    env: "WARDEN_AUTHORIZATION_SERVER",
+    default: "none",
+    description:
+      "An OAuth authorization server (its issuer URL) whose access tokens the HTTP server accepts beside its own: JWTs signed with the keys its metadata names, for `--resource`, the principal their `sub`. warden then serves RFC 9728 metadata naming it at `/.well-known/oauth-protected-resource`.",
+  },
+  {
+    flag: "--resource <url>",
+    env: "WARDEN_RESOURCE",
+    default: "none",
+    description:
+      "The URL clients reach this server's MCP endpoint at (`https://warden.example.com/mcp`), needed with `--authorization-server`: the resource its metadata names, and the audience an access token must be for.",
+  },
+  {
+    flag: "--required-scope <scope>",
+    env: "WARDEN_REQUIRED_SCOPES",
+    default: "none",
+    description:
+      "A scope every access token of the authorization server must carry (in `scope` or `scp`); one without gets 403 `insufficient_scope`. Repeat the flag or separate scopes with `,`.",
   },
   {
     flag: null,
@@ -307,6 +328,21 @@ export function hostAndPort(host: string, port: number | null): string {
   return (host.includes(":") ? `[${host}]` : host) + (port === null ? "" : `:${port}`);
 }
 
+/** Addresses that only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127(?:\.\d{1,3}){3}$/.test(host);
+}
+
+/** The OAuth authorization server whose access tokens the HTTP server accepts (`--authorization-server`). */
+export interface AuthorizationSettings {
+  /** Its issuer identifier, exactly as its tokens' `iss` and its metadata's `issuer` say it. */
+  readonly issuer: string;
+  /** This server's MCP endpoint as clients reach it: the audience a token must name. */
+  readonly resource: string;
+  /** Scopes every token must carry. */
+  readonly requiredScopes: readonly string[];
+}
+
 /** How `warden serve --http` listens and what it accepts. */
 export interface HttpSettings {
   /** Whether the server speaks HTTP (`--http`) instead of stdio. */
@@ -320,6 +356,8 @@ export interface HttpSettings {
   readonly maxBodyBytes: number;
   readonly maxCallsPerPrincipal: number;
   readonly requestTimeoutMs: number;
+  /** Where access tokens other than the tokens file's come from; null: the tokens file only. */
+  readonly authorization: AuthorizationSettings | null;
 }
 
 const SIZE_UNITS: Record<string, number> = {
@@ -388,6 +426,46 @@ function parseHostName(source: string, text: string): string {
     );
   }
   return name;
+}
+
+/**
+ * An https URL (http on a loopback address, for an authorization server on this machine) with no fragment, kept as
+ * written: issuers and audiences are compared as strings, so `https://id.example/` and `https://id.example` differ.
+ */
+function parseServiceUrl(source: string, text: string, example: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    url = undefined;
+  }
+  const loopback = url !== undefined && isLoopback(url.hostname.replace(/^\[(.*)\]$/, "$1"));
+  if (!url || !(url.protocol === "https:" || (url.protocol === "http:" && loopback)) || url.hash || url.search) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${source}`,
+        `expected an https URL (http only on a loopback address) with no query or fragment, received ${received(text)}`,
+        `for example ${example}`,
+      ),
+    );
+  }
+  return text.trim();
+}
+
+/** An OAuth scope token (RFC 6749 §3.3): printable ASCII but space, `"` and `\\`. */
+function parseScope(source: string, text: string): string {
+  if (!/^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/.test(text)) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${source}`,
+        `expected a scope (printable characters, no space, quote or backslash), received ${received(text)}`,
+        "for example --required-scope mcp:tools",
+      ),
+    );
+  }
+  return text;
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -507,6 +585,9 @@ const VALUE_FLAGS = [
   "--max-body",
   "--max-calls",
   "--request-timeout",
+  "--authorization-server",
+  "--resource",
+  "--required-scope",
 ];
 const BOOLEAN_FLAGS = ["--strict-plugins", "--http", "--strict-project-selection", "--client-roots"];
 
@@ -679,6 +760,39 @@ export function parseConfig(
       ),
     );
   }
+  /** `--authorization-server` with the `--resource` it needs; the two others need it. */
+  function authorizationSettings(): AuthorizationSettings | null {
+    const issuer = setting("--authorization-server", "WARDEN_AUTHORIZATION_SERVER");
+    const resource = setting("--resource", "WARDEN_RESOURCE");
+    const requiredScopes = list("--required-scope", "WARDEN_REQUIRED_SCOPES", parseScope);
+    if (!issuer) {
+      const stray = resource?.[0] ?? (requiredScopes.length > 0 ? "--required-scope" : null);
+      if (stray === null) return null;
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `${stray} needs --authorization-server`,
+          "it is about the access tokens of an authorization server, and none is configured",
+          "name the server with --authorization-server <issuer>, or drop it",
+        ),
+      );
+    }
+    if (!resource) {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `${issuer[0]} needs --resource`,
+          "an access token is accepted only when it is for this server, and warden cannot know the URL its clients use",
+          "name it, for example --resource https://warden.example.com/mcp",
+        ),
+      );
+    }
+    return Object.freeze({
+      issuer: parseServiceUrl(issuer[0], issuer[1], "https://id.example.com/realms/dev"),
+      resource: parseServiceUrl(resource[0], resource[1], "https://warden.example.com/mcp"),
+      requiredScopes,
+    });
+  }
   const hostSetting = setting("--host", "WARDEN_HTTP_HOST");
   const requestTimeout = setting("--request-timeout", "WARDEN_HTTP_REQUEST_TIMEOUT");
   const maxBody = setting("--max-body", "WARDEN_HTTP_MAX_BODY");
@@ -697,6 +811,7 @@ export function parseConfig(
         words: "from 1s to 60m such as 90s or 5m",
       })
       : callTimeoutMs + 10_000,
+    authorization: authorizationSettings(),
   });
 
   const paths = {

@@ -4,7 +4,7 @@
 // 0 when nothing is wrong, 1 otherwise, each problem with its fix. It prints
 // the settings' own paths and nothing else of the environment.
 import path from "node:path";
-import { type Config, hostAndPort, PATH_SETTINGS, type PathSetting } from "./config.ts";
+import { type Config, hostAndPort, isLoopback, PATH_SETTINGS, type PathSetting } from "./config.ts";
 import { messageOf } from "./errors.ts";
 import { selectionMode } from "./call/projects.ts";
 import { platform } from "./platform/mod.ts";
@@ -12,7 +12,6 @@ import type { Confinement } from "./platform/confinement.ts";
 import type { Spawner } from "./doors/spawn.ts";
 import type { PluginRecord } from "./tool.ts";
 import { readTokens } from "./transport/tokens.ts";
-import { isLoopback } from "./transport/http.ts";
 
 /** One line of the report. */
 export interface DoctorCheck {
@@ -153,14 +152,19 @@ async function httpCheck(config: Config): Promise<Omit<DoctorCheck, "name" | "so
     // Its own line (--tokens) says what is wrong with the file.
     return { ok: false, value, detail: "the tokens file does not parse, so serve --http would not start", fix: null };
   }
-  if (tokens > 0) return { ok: true, value, detail: `every request needs one of ${tokens} token(s)`, fix: null };
+  const issuer = config.http.authorization?.issuer;
+  if (tokens > 0) {
+    const also = issuer ? ` or an access token of ${issuer}` : "";
+    return { ok: true, value, detail: `every request needs one of ${tokens} token(s)${also}`, fix: null };
+  }
+  if (issuer) return { ok: true, value, detail: `every request needs an access token of ${issuer}`, fix: null };
   return isLoopback(host)
     ? { ok: true, value, detail: "loopback, no tokens: every call is the operator's (--principal)", fix: null }
     : {
       ok: false,
       value,
       detail: "not loopback and no tokens: serve --http refuses to start",
-      fix: 'make a token with "warden token add <principal>", or bind --host 127.0.0.1',
+      fix: 'make a token with "warden token add <principal>", name an --authorization-server, or bind --host 127.0.0.1',
     };
 }
 
@@ -266,6 +270,20 @@ export async function doctorChecks(input: DoctorInput): Promise<DoctorCheck[]> {
   other("projects", projects.ok, projects.value, projects.detail, projects.fix);
   const http = await httpCheck(input.config);
   other("http", http.ok, http.value, http.detail, http.fix);
+  const authorization = input.config.http.authorization;
+  if (authorization) {
+    const { authorizationServerCheck } = await import("./transport/oauth.ts");
+    const reached = await authorizationServerCheck(authorization);
+    other(
+      "authorization server",
+      reached.ok,
+      authorization.issuer,
+      reached.detail,
+      reached.ok
+        ? null
+        : "check --authorization-server is the issuer exactly as its tokens' iss says it, and reachable",
+    );
+  }
   other("install", true, input.installDir, "read at run time, never written");
   return checks;
 }

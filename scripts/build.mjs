@@ -5,7 +5,7 @@
 //   imports when it is called. The tools take every core module they import (core/errors.ts, core/tool.ts…) from
 //   main.js, which re-exports it under a name of its own (see coreFromMain): one copy of each module, so
 //   `instanceof WardenError` and the platform's state hold across the two builds;
-// - dist/vendor/globby.js: globby and its dependencies, which core loads only for a glob.
+// - dist/vendor/globby.js and jose.js: packages core loads only to glob, or to check an OAuth access token.
 // The split build this replaced (esbuild's code splitting over core and tools together) loaded 37 files, 355 KB; one
 // file of everything, 742 KB. This one loads 5 (main.js, _builtin.js, three small chunks the tools share with their
 // analysis code), 466 KB: see scripts/bench/README.md, start-up.
@@ -230,11 +230,18 @@ const builtinsByRequire = {
   },
 };
 
-/** globby, which core imports only to glob, from its own file: dist/vendor/globby.js. */
-const globbyFromVendor = {
-  name: "globby-from-vendor",
+/**
+ * The packages core imports only for one purpose, each from its own file in dist/vendor/: globby to glob, jose to
+ * check an authorization server's access tokens.
+ */
+const LAZY_PACKAGES = ["globby", "jose"];
+const lazyFromVendor = {
+  name: "lazy-from-vendor",
   setup(b) {
-    b.onResolve({ filter: /^globby$/ }, () => ({ path: "../vendor/globby.js", external: true }));
+    b.onResolve({ filter: new RegExp(`^(${LAZY_PACKAGES.join("|")})$`) }, (args) => ({
+      path: `../vendor/${args.path}.js`,
+      external: true,
+    }));
   },
 };
 
@@ -275,18 +282,20 @@ await build({
   entryPoints: [{ in: "warden:core", out: "core/main" }],
   outdir: "dist",
   outbase: ".",
-  plugins: [withoutAjv, globbyFromVendor, builtinsByRequire, coreEntry(shared)],
+  plugins: [withoutAjv, lazyFromVendor, builtinsByRequire, coreEntry(shared)],
   // The entry is the virtual module above, so core/main.ts's own line is not the file's first: the command's is.
   banner: { js: `#!/usr/bin/env node\n${REQUIRE_BANNER}` },
 });
 chmodSync(path.join(root, "dist/core/main.js"), 0o755); // the package's command
-await build({
-  ...forNode,
-  entryPoints: ["globby"],
-  outfile: "dist/vendor/globby.js",
-  plugins: [builtinsByRequire],
-  legalComments: "external",
-});
+for (const name of LAZY_PACKAGES) {
+  await build({
+    ...forNode,
+    entryPoints: [name],
+    outfile: `dist/vendor/${name}.js`,
+    plugins: [builtinsByRequire],
+    legalComments: "external",
+  });
+}
 
 /** One vendor bundle deno loads instead of the SDK's modules (see deno.json "imports"), typed by its `.d.ts`. */
 const vendorBundle = (entry, name) =>

@@ -13,7 +13,8 @@ import { after, before, describe, it } from "node:test";
 // The SDK's "./*" export maps types to "*.js.d.ts", which do not exist; name them for deno check.
 import { sha256Hex } from "../core/sha256.ts";
 import { parseTokens, principalOfToken } from "../core/transport/tokens.ts";
-import { hostName, isLoopback } from "../core/transport/http.ts";
+import { isLoopback } from "../core/config.ts";
+import { hostName } from "../core/transport/http.ts";
 import {
   childEnv,
   httpClient,

@@ -5,10 +5,11 @@
 // share of the server, and a deadline. A refusal says what was wrong and how
 // to fix it, and costs the server nothing but the answer.
 import { concatBytes } from "../bytes.ts";
-import type { HttpSettings } from "../config.ts";
+import { type HttpSettings, isLoopback } from "../config.ts";
 import { problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
 import { platform } from "../platform/mod.ts";
+import { metadataPaths, metadataUrl, protectedResourceMetadata, tokenVerifier } from "./oauth.ts";
 import { principalOfToken, type TokenEntry } from "./tokens.ts";
 
 /** How long a stop waits, once every answer is out, for the connections to close. */
@@ -51,11 +52,6 @@ export interface HttpFront {
   stop(drainMs: number): Promise<boolean>;
 }
 
-/** Addresses that only this machine can reach. */
-export function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127(?:\.\d{1,3}){3}$/.test(host);
-}
-
 /** The name in a `Host` header, lowercase, without its port or an IPv6 address's brackets; null when malformed. */
 export function hostName(header: string | null): string | null {
   if (header === null) return null;
@@ -75,10 +71,10 @@ function refusal(status: number, message: string, headers: Record<string, string
 }
 
 /** The headers a browser needs to read an answer to an allowed origin, and to send the ones MCP uses. */
-function corsHeaders(origin: string): Record<string, string> {
+function corsHeaders(origin: string, methods = "POST, OPTIONS"): Record<string, string> {
   return {
     "access-control-allow-origin": origin,
-    "access-control-allow-methods": "POST, OPTIONS",
+    "access-control-allow-methods": methods,
     "access-control-allow-headers": "authorization, content-type, accept, mcp-protocol-version, x-mcp-project",
     "access-control-expose-headers": "www-authenticate, mcp-protocol-version",
     "access-control-max-age": "600",
@@ -181,16 +177,31 @@ function releasedAfter(
  */
 export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFront> {
   const { settings, tokens, operator } = options;
-  if (!isLoopback(settings.host) && tokens.length === 0) {
+  const { authorization } = settings;
+  if (!isLoopback(settings.host) && tokens.length === 0 && authorization === null) {
     throw new WardenError(
       "config_invalid",
       problem(
         `Refusing to serve HTTP on ${settings.host} without tokens`,
         "anyone who reaches that address could call every tool",
-        'make a token with "warden token add <principal>" (it goes in --tokens), or bind --host 127.0.0.1',
+        'make a token with "warden token add <principal>" (it goes in --tokens), accept an authorization server\'s' +
+          " with --authorization-server, or bind --host 127.0.0.1",
       ),
     );
   }
+  const verifyToken = authorization ? tokenVerifier(authorization) : null;
+  const metadata = authorization ? JSON.stringify(protectedResourceMetadata(authorization)) : "";
+  const servesMetadata = authorization ? metadataPaths(authorization, MCP_PATH) : new Set<string>();
+  /** RFC 6750's challenge, with RFC 9728's pointer to the metadata when an authorization server is configured. */
+  const challenge = (error?: { code: string; description: string }): string =>
+    [
+      'Bearer realm="warden"',
+      ...(authorization ? [`resource_metadata="${metadataUrl(authorization)}"`] : []),
+      ...(authorization && authorization.requiredScopes.length > 0
+        ? [`scope="${authorization.requiredScopes.join(" ")}"`]
+        : []),
+      ...(error ? [`error="${error.code}"`, `error_description="${error.description.replace(/["\\]/g, "'")}"`] : []),
+    ].join(", ");
   const allowedHosts = new Set([
     ...settings.allowedHosts,
     ...(isLoopback(settings.host) ? ["localhost", "127.0.0.1", "::1"] : [settings.host]),
@@ -249,30 +260,67 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
         } is not allowed; the operator allows a browser origin with --allowed-origin`,
       );
     }
+    if (servesMetadata.has(url.pathname)) {
+      // Public, as RFC 9728 means it: what a client told 401 reads to find where to get a token.
+      const headers = origin !== null ? corsHeaders(origin, "GET, OPTIONS") : {};
+      if (request.method === "OPTIONS") return new Response(null, { status: 204, headers });
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        return refuse(405, "method", `Method Not Allowed: ${request.method}; the metadata is read with GET`, {
+          ...headers,
+          allow: "GET, HEAD, OPTIONS",
+        });
+      }
+      return new Response(request.method === "HEAD" ? null : metadata, {
+        status: 200,
+        headers: { ...headers, ...JSON_HEADERS, "cache-control": "max-age=300" },
+      });
+    }
     const cors = origin !== null ? corsHeaders(origin) : {};
     if (url.pathname !== MCP_PATH) {
       return refuse(404, "path", `Not Found: MCP is served at ${MCP_PATH}`, cors);
     }
     if (request.method === "OPTIONS") return new Response(null, { status: 204, headers: cors });
     let principal = operator;
-    if (tokens.length > 0) {
+    if (tokens.length > 0 || authorization !== null) {
       const header = request.headers.get("authorization") ?? "";
       const token = /^Bearer ([!-~]+)$/i.exec(header.trim())?.[1];
-      const found = token === undefined ? null : principalOfToken(tokens, token);
-      if (found === null) {
-        const challenge = token === undefined
-          ? 'Bearer realm="warden"'
-          : 'Bearer realm="warden", error="invalid_token", error_description="the token is not in this server\'s tokens file"';
+      if (token === undefined) {
         return refuse(
           401,
-          token === undefined ? "no_token" : "bad_token",
-          token === undefined
-            ? 'Unauthorized: send "Authorization: Bearer <token>"; the operator makes one with "warden token add <principal>"'
-            : "Unauthorized: the token is not one this server knows (revoked, mistyped, or for another server)",
-          { ...cors, "www-authenticate": challenge },
+          "no_token",
+          'Unauthorized: send "Authorization: Bearer <token>"; ' +
+            (authorization
+              ? `get one from ${authorization.issuer} (the metadata at ${metadataUrl(authorization)} says how)`
+              : 'the operator makes one with "warden token add <principal>"'),
+          { ...cors, "www-authenticate": challenge() },
         );
       }
-      principal = found;
+      const found = principalOfToken(tokens, token);
+      if (found !== null) principal = found;
+      else if (verifyToken === null) {
+        const description = "the token is not in this server's tokens file";
+        return refuse(
+          401,
+          "bad_token",
+          "Unauthorized: the token is not one this server knows (revoked, mistyped, or for another server)",
+          { ...cors, "www-authenticate": challenge({ code: "invalid_token", description }) },
+        );
+      } else {
+        const verdict = await verifyToken(token);
+        if (verdict.principal === null) {
+          const { status, error, description } = verdict;
+          return refuse(
+            status,
+            error ?? "oauth_unavailable",
+            `${status === 503 ? "Service Unavailable" : status === 403 ? "Forbidden" : "Unauthorized"}: ${description}`,
+            {
+              ...cors,
+              ...(error ? { "www-authenticate": challenge({ code: error, description }) } : { "retry-after": "10" }),
+            },
+          );
+        }
+        principal = verdict.principal;
+      }
     }
     if (request.method !== "POST") {
       // Stateless: no stream outlives its request, so there is nothing to GET and no session to DELETE.
