@@ -195,18 +195,21 @@ const Limits = v.object({
   retentionMs: v.number(),
   timeoutMs: v.number(),
 });
-const StartOutput = v.object({
-  jobId: v.string(),
-  state: JobState,
-  request: v.record(v.string(), v.unknown()),
-  limits: Limits,
-  queuePosition: v.nullable(v.number()),
-});
+/** What `<name>_start` answers; `request` is the tool's arguments as it will run with them, of its input's schema. */
+const startOutputOf = (input: LoadedTool["tool"]["input"]) =>
+  v.object({
+    jobId: v.string(),
+    state: JobState,
+    request: input,
+    limits: Limits,
+    queuePosition: v.nullable(v.number()),
+  });
 
 /** The `<name>_start` and `<name>_result` tools of a built-in tool that declares `job: true`. */
 export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
   const { tool } = loaded;
   const name = tool.name;
+  const startOutput = startOutputOf(tool.input);
   const start = defineTool({
     name: `${name}_start`,
     title: `${tool.title}: start a job`,
@@ -216,7 +219,7 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
     // Its precheck runs with the start's context: what the tool may run (git, to read a ref), it may.
     ...(tool.precheck && tool.capabilities ? { capabilities: tool.capabilities } : {}),
     input: tool.input,
-    output: StartOutput,
+    output: startOutput,
     handler: async (args: Record<string, unknown>, ctx) => {
       // What the tool refuses before it would run (a root, a manifest, a ref), it refuses now, with the start's context
       // (of the tool's own risk class: the start tool has it).
@@ -284,7 +287,7 @@ export function jobTools(loaded: LoadedTool, jobs: JobHost): LoadedTool[] {
     file: loaded.file,
     tool: start,
     inputSchema: loaded.inputSchema,
-    outputSchema: convert(StartOutput),
+    outputSchema: convert(startOutput),
   };
   return [started, { ...checked, file: loaded.file }];
 }
