@@ -254,6 +254,13 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
   },
   {
     flag: null,
+    env: "WARDEN_OTEL_ENABLED",
+    default: "0 (off)",
+    description:
+      "`1`: send a span per tool call and call metrics over OTLP/HTTP to the collector the standard `OTEL_EXPORTER_OTLP_ENDPOINT` names (with `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, `OTEL_METRIC_EXPORT_INTERVAL`…). Off, no OpenTelemetry code loads.",
+  },
+  {
+    flag: null,
     env: "WARDEN_TOOLS_DIR",
     default: "the built-in tools/",
     description:
@@ -321,6 +328,17 @@ export interface Config {
   /** The bearer tokens file (`--tokens`): token hashes and their principals. */
   readonly tokensFile: string;
   readonly http: HttpSettings;
+  /** Where telemetry goes (`WARDEN_OTEL_ENABLED=1`); null: off. */
+  readonly telemetry: TelemetrySettings | null;
+}
+
+/** OpenTelemetry's export, from the standard OTEL_* variables. */
+export interface TelemetrySettings {
+  /** Where spans and metrics are sent (OTLP/HTTP, JSON). */
+  readonly tracesEndpoint: string;
+  readonly metricsEndpoint: string;
+  readonly exportIntervalMs: number;
+  readonly exportTimeoutMs: number;
 }
 
 /** `host` and `port` as a URL or deno's --allow-net writes them (an IPv6 address in brackets); no port for null. */
@@ -466,6 +484,80 @@ function parseScope(source: string, text: string): string {
     );
   }
   return text;
+}
+
+/**
+ * The telemetry settings, read from OpenTelemetry's own variables (the SDK reads them too; they are checked here so
+ * a mistake stops warden at start rather than losing every span): an endpoint for each signal, and OTLP over HTTP in
+ * JSON, the one protocol warden sends.
+ */
+function telemetrySettings(env: (name: string) => string | undefined, enabled: boolean): TelemetrySettings | null {
+  if (!enabled) return null;
+  const endpoint = (signal: "TRACES" | "METRICS", path: string): string => {
+    const specific = env(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);
+    const general = env("OTEL_EXPORTER_OTLP_ENDPOINT");
+    const [name, text] = specific
+      ? [`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`, specific]
+      : ["OTEL_EXPORTER_OTLP_ENDPOINT", general];
+    if (!text) {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          "WARDEN_OTEL_ENABLED=1 needs a collector",
+          "neither OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT is set",
+          "set OTEL_EXPORTER_OTLP_ENDPOINT to your collector's OTLP/HTTP address, for example http://127.0.0.1:4318",
+        ),
+      );
+    }
+    let url: URL | undefined;
+    try {
+      url = new URL(text.trim());
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `Invalid ${name}`,
+          `expected an http or https URL, received ${received(text)}`,
+          "for example http://127.0.0.1:4318",
+        ),
+      );
+    }
+    // The general endpoint gets the signal's path; a signal's own is used as given (the OTLP exporter spec).
+    return specific ? url.href : url.href.replace(/\/$/, "") + path;
+  };
+  for (
+    const name of [
+      "OTEL_EXPORTER_OTLP_PROTOCOL",
+      "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+      "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    ]
+  ) {
+    const protocol = env(name);
+    if (protocol !== undefined && protocol !== "" && protocol !== "http/json") {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `Unsupported ${name}`,
+          `warden sends OTLP over HTTP as JSON (http/json), received ${received(protocol)}`,
+          "unset it or set http/json; every OpenTelemetry Collector takes it on its OTLP/HTTP port",
+        ),
+      );
+    }
+  }
+  const millis = (name: string, fallback: number): number => {
+    const text = env(name);
+    if (text === undefined || text === "") return fallback;
+    return parseCount(name, text, 100, 24 * 3_600_000);
+  };
+  return Object.freeze({
+    tracesEndpoint: endpoint("TRACES", "/v1/traces"),
+    metricsEndpoint: endpoint("METRICS", "/v1/metrics"),
+    exportIntervalMs: millis("OTEL_METRIC_EXPORT_INTERVAL", 60_000),
+    exportTimeoutMs: millis("OTEL_METRIC_EXPORT_TIMEOUT", 30_000),
+  });
 }
 
 const ROOT_ID = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -854,6 +946,7 @@ export function parseConfig(
       : 600_000,
     allowUnisolated,
     http,
+    telemetry: telemetrySettings(env, toggle("", "WARDEN_OTEL_ENABLED")),
   };
   // A default under an unknown user directory throws when read, not now: a command that never uses it runs.
   for (const [key, value] of Object.entries(paths)) {

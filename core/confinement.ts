@@ -64,6 +64,8 @@ export interface NeedsInput {
   /** Root ids tools may write under, and origins they may fetch. */
   readonly writeRoots: readonly string[];
   readonly netHosts: readonly string[];
+  /** The OTLP endpoints telemetry is sent to (WARDEN_OTEL_ENABLED=1): the SDK connects to them by name. */
+  readonly collectors?: readonly string[];
   /** Every environment variable warden reads. */
   readonly env: readonly string[];
 }
@@ -133,7 +135,11 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
       ...(gate && !input.bwrap ? programs : []),
     ]),
     runAllWhy,
-    net: netAllWhy ? "all" : sorted(hosts.map((url) => `${url.hostname}:${url.port || defaultPort(url)}`)),
+    net: netAllWhy ? "all" : sorted(
+      [...hosts, ...(input.collectors ?? []).map((endpoint) => new URL(endpoint))].map((url) =>
+        `${url.hostname}:${url.port || defaultPort(url)}`
+      ),
+    ),
     netAllWhy,
     env: sorted(input.env),
     sys: SYS_NEEDED,

@@ -18,6 +18,7 @@ import { Ledger } from "./governance/ledger.ts";
 import type { JobQueue } from "./jobs/queue.ts";
 import type { JobHost } from "./jobs/tools.ts";
 import { policyOf } from "./governance/policy.ts";
+import { startTelemetry, type Telemetry, TELEMETRY_SHUTDOWN_MS } from "./governance/telemetry.ts";
 import { initPlatform, platform } from "./platform/mod.ts";
 import type { HostFacts } from "./tool.ts";
 import { type Confinement, denoMissing } from "./platform/confinement.ts";
@@ -489,8 +490,11 @@ async function main(argv: readonly string[]): Promise<number> {
     const http = config.http.enabled
       ? { settings: config.http, tokens: await (await import("./transport/tokens.ts")).readTokens(config.tokensFile) }
       : undefined;
+    let telemetry: Telemetry | null = null;
     const served = await serve({
       http,
+      telemetry: () => telemetry,
+      shutdownBudgetMs: config.telemetry ? TELEMETRY_SHUTDOWN_MS : undefined,
       clientRoots: config.clientRoots,
       name: SERVER_NAME,
       version: pkg.version,
@@ -509,6 +513,11 @@ async function main(argv: readonly string[]): Promise<number> {
           catalog.digest().then((hash) => void (digest = hash)),
           jobHost ? openJobs(jobHost) : undefined,
           later ? loadPlugins().then((loaded) => void (checked = loaded)) : undefined,
+          // Telemetry loads the OpenTelemetry SDK: after the first answer, before the first call.
+          config.telemetry
+            ? startTelemetry(config.telemetry, { serviceVersion: pkg.version, instanceId: INSTANCE_ID })
+              .then((started) => void (telemetry = started))
+            : undefined,
         ]).then(() => settled[0](), (error) => {
           settled[1](error);
           throw error;
@@ -523,7 +532,8 @@ async function main(argv: readonly string[]): Promise<number> {
             ? "the server stopped (SIGTERM or SIGINT)"
             : "the server stopped (its client closed its input)",
         ) ?? Promise.resolve()).catch(() => {})
-          .then(() => ledger.seal()).finally(() => checked.stop()),
+          .then(() => ledger.seal()).finally(() => checked.stop())
+          .then(() => telemetry?.shutdown(TELEMETRY_SHUTDOWN_MS - 100)),
     });
     answering = true;
     // Said once the deferred work is done: it names the digest and the plugins.

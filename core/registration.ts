@@ -55,6 +55,8 @@ const ENV_READ = Object.freeze([
   // TSC_WATCHFILE, TSC_WATCH_POLLINGINTERVAL_LOW and eleven more, read when TypeScript's sys is made; the rest
   // as TypeScript loads (its debug and colour checks).
   "TSC_*",
+  // OpenTelemetry's standard variables, which its SDK reads once WARDEN_OTEL_ENABLED=1 loads it.
+  "OTEL_*",
   "NODE_INSPECTOR_IPC",
   "VSCODE_INSPECTOR_OPTIONS",
   "NODE_ENV",
@@ -185,6 +187,7 @@ export async function needsOf(
     tempDir: tempDir(),
     writeRoots: entries.flatMap((entry) => entry.capabilities.writeRoots),
     netHosts: entries.flatMap((entry) => entry.capabilities.netHosts),
+    collectors: config.telemetry ? [config.telemetry.tracesEndpoint, config.telemetry.metricsEndpoint] : [],
     env: ENV_READ,
   });
 }

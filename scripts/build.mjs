@@ -5,7 +5,8 @@
 //   imports when it is called. The tools take every core module they import (core/errors.ts, core/tool.ts…) from
 //   main.js, which re-exports it under a name of its own (see coreFromMain): one copy of each module, so
 //   `instanceof WardenError` and the platform's state hold across the two builds;
-// - dist/vendor/globby.js and jose.js: packages core loads only to glob, or to check an OAuth access token.
+// - dist/vendor/globby.js, jose.js and otel.js: what core loads only to glob, to check an OAuth access token, or to
+//   send telemetry (core/governance/otel.ts and the OpenTelemetry SDK).
 // The split build this replaced (esbuild's code splitting over core and tools together) loaded 37 files, 355 KB; one
 // file of everything, 742 KB. This one loads 5 (main.js, _builtin.js, three small chunks the tools share with their
 // analysis code), 466 KB: see scripts/bench/README.md, start-up.
@@ -242,6 +243,8 @@ const lazyFromVendor = {
       path: `../vendor/${args.path}.js`,
       external: true,
     }));
+    // Telemetry's OpenTelemetry SDK, with the module that drives it, which imports nothing of the core.
+    b.onResolve({ filter: /^\.\/otel\.ts$/ }, () => ({ path: "../vendor/otel.js", external: true }));
   },
 };
 
@@ -287,6 +290,13 @@ await build({
   banner: { js: `#!/usr/bin/env node\n${REQUIRE_BANNER}` },
 });
 chmodSync(path.join(root, "dist/core/main.js"), 0o755); // the package's command
+await build({
+  ...forNode,
+  entryPoints: ["core/governance/otel.ts"],
+  outfile: "dist/vendor/otel.js",
+  plugins: [builtinsByRequire],
+  legalComments: "external",
+});
 for (const name of LAZY_PACKAGES) {
   await build({
     ...forNode,

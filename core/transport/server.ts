@@ -12,7 +12,8 @@ import {
 import type { Ledger } from "../governance/ledger.ts";
 import { governedCall } from "../governance/governed_call.ts";
 import type { Policy } from "../governance/policy.ts";
-import { type Catalog, refusedToolProblem } from "../catalog.ts";
+import { isDenial, type Telemetry } from "../governance/telemetry.ts";
+import { type Catalog, type CatalogEntry, refusedToolProblem } from "../catalog.ts";
 import { stopCalls } from "../call/run.ts";
 import { resultJson } from "../call/result.ts";
 import { messageOf, problem, received } from "../errors.ts";
@@ -68,6 +69,10 @@ export interface ServeOptions {
   readonly clientRoots?: boolean;
   /** Serve over Streamable HTTP with these settings and tokens, instead of stdio. */
   readonly http?: { readonly settings: HttpSettings; readonly tokens: readonly TokenEntry[] };
+  /** The telemetry each tools/call reports to, once started (WARDEN_OTEL_ENABLED=1); null while there is none. */
+  readonly telemetry?: () => Telemetry | null;
+  /** How long stopping may take before the process ends anyway (500 ms unless telemetry needs to export). */
+  readonly shutdownBudgetMs?: number;
 }
 
 type Params = Record<string, unknown> | undefined;
@@ -340,6 +345,68 @@ function protocolOf(options: ServeOptions) {
         connection.modern.delete(key);
       }
     };
+    /** A tools/call of `tool` whose name and arguments have been checked: run governed, or started as a task. */
+    const callTool = async (
+      name: string,
+      tool: CatalogEntry,
+      args: object | undefined,
+      params: Params,
+      extra: Parameters<NonNullable<Server["fallbackRequestHandler"]>>[1],
+      modern: ModernRequest | undefined,
+      onResult?: (errorCode: string | null) => void,
+    ): Promise<Record<string, unknown>> => {
+      // A task-augmented call of a job tool becomes a job. One the tool or the policy refuses is refused as a
+      // JSON-RPC error with the words of the plain call's refusal (recorded in the ledger as that call would be):
+      // a client that asked for a task reads a task, or an error.
+      // The job starts as `<name>_start` starts it (its arguments, the policy and the tool's own precheck: a
+      // request that cannot run is refused now), governed and recorded as that call.
+      const taskAugmented = connection.asTask.delete(keyOfId(extra.requestId)) && tool.job === true &&
+        options.jobs;
+      if (taskAugmented) {
+        const starter = catalog.tools.get(`${name}_start`);
+        const ready = !decide(connection.policy, tool) && tool.validateInput(args ?? {}).ok &&
+          starter !== undefined;
+        const answer = await governedCall(ready ? starter : tool, args, callOptions);
+        onResult?.(answer._meta?.["warden/error_code"] ?? null);
+        const jobId = (answer.structuredContent as { jobId?: unknown } | undefined)?.jobId;
+        if (ready && !answer.isError && typeof jobId === "string") {
+          return { task: await taskCall(() => Promise.resolve(taskAugmented.task(jobId))) };
+        }
+        throw invalidParams(answer.content.map((part) => part.text).join("\n"));
+      }
+      const progressToken = (params?._meta as Params)?.progressToken;
+      const validToken = typeof progressToken === "string" || typeof progressToken === "number";
+      if (modern?.traceparent) log("debug", "call", { tool: name, traceparent: modern.traceparent });
+      // A modern request asks for logs in its own _meta (none without), a legacy one with logging/setLevel.
+      const logLevel = modern ? modern.logLevel : connection.logLevel;
+      const result = await governedCall(tool, args, {
+        ...callOptions,
+        host: hostOf(modern),
+        signal: extra.signal,
+        sendProgress: validToken
+          ? (progress, total, message) =>
+            extra.sendNotification({
+              method: "notifications/progress",
+              params: {
+                progressToken,
+                progress,
+                ...(total !== undefined && { total }),
+                ...(message !== undefined && { message }),
+              },
+            })
+          : undefined,
+        sendLog: (level, data) => {
+          if (logLevel === null || CLIENT_LOG_LEVELS.indexOf(level) < logLevel) return;
+          void extra.sendNotification({ method: "notifications/message", params: { level, logger: name, data } })
+            .catch(() => {});
+        },
+      });
+      onResult?.(result._meta?.["warden/error_code"] ?? null);
+      if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
+      const json = resultJson(result);
+      // The SDK hands the handler's value to the transport's send untouched.
+      return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
+    };
     /** One request's answer; `modern` when it is of the 2026-07-28 era (its results carry resultType). */
     const answer = async (
       request: { method: string; params?: unknown },
@@ -380,55 +447,25 @@ function protocolOf(options: ServeOptions) {
               `Invalid tools/call: params.arguments must be an object, received ${JSON.stringify(args)}`,
             );
           }
-          // A task-augmented call of a job tool becomes a job. One the tool or the policy refuses is refused as a
-          // JSON-RPC error with the words of the plain call's refusal (recorded in the ledger as that call would be):
-          // a client that asked for a task reads a task, or an error.
-          // The job starts as `<name>_start` starts it (its arguments, the policy and the tool's own precheck: a
-          // request that cannot run is refused now), governed and recorded as that call.
-          const taskAugmented = connection.asTask.delete(keyOfId(extra.requestId)) && tool.job === true &&
-            options.jobs;
-          if (taskAugmented) {
-            const starter = catalog.tools.get(`${name}_start`);
-            const ready = !decide(connection.policy, tool) && tool.validateInput(args ?? {}).ok &&
-              starter !== undefined;
-            const answer = await governedCall(ready ? starter : tool, args, callOptions);
-            const jobId = (answer.structuredContent as { jobId?: unknown } | undefined)?.jobId;
-            if (ready && !answer.isError && typeof jobId === "string") {
-              return { task: await taskCall(() => Promise.resolve(taskAugmented.task(jobId))) };
-            }
-            throw invalidParams(answer.content.map((part) => part.text).join("\n"));
-          }
-          const progressToken = (params?._meta as Params)?.progressToken;
-          const validToken = typeof progressToken === "string" || typeof progressToken === "number";
-          if (modern?.traceparent) log("debug", "call", { tool: name, traceparent: modern.traceparent });
-          // A modern request asks for logs in its own _meta (none without), a legacy one with logging/setLevel.
-          const logLevel = modern ? modern.logLevel : connection.logLevel;
-          const result = await governedCall(tool, args, {
-            ...callOptions,
-            host: hostOf(modern),
-            signal: extra.signal,
-            sendProgress: validToken
-              ? (progress, total, message) =>
-                extra.sendNotification({
-                  method: "notifications/progress",
-                  params: {
-                    progressToken,
-                    progress,
-                    ...(total !== undefined && { total }),
-                    ...(message !== undefined && { message }),
-                  },
-                })
-              : undefined,
-            sendLog: (level, data) => {
-              if (logLevel === null || CLIENT_LOG_LEVELS.indexOf(level) < logLevel) return;
-              void extra.sendNotification({ method: "notifications/message", params: { level, logger: name, data } })
-                .catch(() => {});
-            },
+          const telemetry = options.telemetry?.() ?? null;
+          if (telemetry === null) return await callTool(name, tool, args, params, extra, modern);
+          const meta = params?._meta as Params;
+          const ended = telemetry.callStarted({
+            tool: name,
+            risk: tool.risk,
+            requestId: extra.requestId ?? null,
+            protocolVersion: hostOf(modern).protocolVersion ?? "unknown",
+            transport: host.transport === "http" ? "http" : "stdio",
+            traceparent: typeof meta?.traceparent === "string" ? meta.traceparent : null,
+            tracestate: typeof meta?.tracestate === "string" ? meta.tracestate : null,
           });
-          if (result.isError) log("debug", "call_failed", { tool: name, code: result._meta?.["warden/error_code"] });
-          const json = resultJson(result);
-          // The SDK hands the handler's value to the transport's send untouched.
-          return (json === undefined ? result : new SerializedResult(json)) as unknown as Record<string, unknown>;
+          // A call that ends in a JSON-RPC error (a task refused) is an error too, of the protocol.
+          let errorCode: string | null = "protocol_error";
+          try {
+            return await callTool(name, tool, args, params, extra, modern, (code) => errorCode = code);
+          } finally {
+            ended({ errorCode, denied: isDenial(errorCode) });
+          }
         }
         case "tasks/get":
         case "tasks/result":
@@ -585,7 +622,7 @@ async function serveStdio(options: ServeOptions): Promise<void> {
   });
   server.onclose = () => {
     log("info", "stopped", { reason: "stdin closed" });
-    exitAfter(options.shutdown);
+    exitAfter(options.shutdown, options.shutdownBudgetMs);
   };
   // At the end of input: read nothing more, answer every request already read
   // (a call still running gets a short drain, then is cancelled), then close.
@@ -677,10 +714,10 @@ function followClientRoots(server: Server, fs: RootFs, connection: Connection): 
 }
 
 /** Stops what the server started, then ends the process, whatever hangs (a plugin child, a reader that stopped). */
-function exitAfter(shutdown: () => Promise<void>): void {
-  setTimeout(() => platform().exit(0), 900);
+function exitAfter(shutdown: () => Promise<void>, budgetMs = 500): void {
+  setTimeout(() => platform().exit(0), budgetMs + 400);
   // Plugin children die with their stdin anyway; stopping them here kills their process groups now.
-  const stopped = Promise.race([shutdown(), new Promise((resolve) => setTimeout(resolve, 500))]);
+  const stopped = Promise.race([shutdown(), new Promise((resolve) => setTimeout(resolve, budgetMs))]);
   void stopped.then(() => platform().flushStdout()).finally(() => platform().exit(0));
 }
 
@@ -816,7 +853,7 @@ async function serveHttp(options: ServeOptions, http: NonNullable<ServeOptions["
         await front.stop(CANCEL_GRACE_MS);
       }
       log("info", "stopped", { reason: signalName });
-      exitAfter(options.shutdown);
+      exitAfter(options.shutdown, options.shutdownBudgetMs);
     })();
   };
   platform().onTerminate(() => stop("SIGTERM"));
