@@ -253,6 +253,19 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
       "A scope every access token of the authorization server must carry (in `scope` or `scp`); one without gets 403 `insufficient_scope`. Repeat the flag or separate scopes with `,`.",
   },
   {
+    flag: "--policy-url <url>",
+    env: "WARDEN_POLICY_URL",
+    default: "none",
+    description:
+      'An Open Policy Agent decision to ask before each tool call (`http://127.0.0.1:8181/v1/data/warden/authz`): `POST` with `{"input": …}` (tool, risk class, plugin, principal, project, the arguments\' sha256), answered `{"result": true}` or `{"result": {"allow": …, "reasons": […]}}`. Any failure denies.',
+  },
+  {
+    flag: "--policy-timeout <duration>",
+    env: "WARDEN_POLICY_TIMEOUT",
+    default: "500ms",
+    description: "Longest the policy engine may take to decide before the call is denied (10 ms to 10 s).",
+  },
+  {
     flag: null,
     env: "WARDEN_OTEL_ENABLED",
     default: "0 (off)",
@@ -328,8 +341,17 @@ export interface Config {
   /** The bearer tokens file (`--tokens`): token hashes and their principals. */
   readonly tokensFile: string;
   readonly http: HttpSettings;
+  /** The policy engine asked before each call (`--policy-url`); null: warden's own policy only. */
+  readonly policyEngine: PolicyEngineSettings | null;
   /** Where telemetry goes (`WARDEN_OTEL_ENABLED=1`); null: off. */
   readonly telemetry: TelemetrySettings | null;
+}
+
+/** An Open Policy Agent-compatible decision endpoint. */
+export interface PolicyEngineSettings {
+  /** The decision's URL, to POST `{"input": …}` to. */
+  readonly url: string;
+  readonly timeoutMs: number;
 }
 
 /** OpenTelemetry's export, from the standard OTEL_* variables. */
@@ -680,6 +702,8 @@ const VALUE_FLAGS = [
   "--authorization-server",
   "--resource",
   "--required-scope",
+  "--policy-url",
+  "--policy-timeout",
 ];
 const BOOLEAN_FLAGS = ["--strict-plugins", "--http", "--strict-project-selection", "--client-roots"];
 
@@ -852,6 +876,32 @@ export function parseConfig(
       ),
     );
   }
+  /** `--policy-url` and its `--policy-timeout`. */
+  function policyEngineSettings(): PolicyEngineSettings | null {
+    const url = setting("--policy-url", "WARDEN_POLICY_URL");
+    const timeout = setting("--policy-timeout", "WARDEN_POLICY_TIMEOUT");
+    const timeoutMs = timeout
+      ? parseDuration(timeout[0], timeout[1], { min: 10, max: 10_000, words: "from 10ms to 10s such as 250ms or 2s" })
+      : 500;
+    if (!url) return null;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url[1].trim());
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hash) {
+      throw new WardenError(
+        "config_invalid",
+        problem(
+          `Invalid ${url[0]}`,
+          `expected the http or https URL of a decision, received ${received(url[1])}`,
+          "for example --policy-url http://127.0.0.1:8181/v1/data/warden/authz",
+        ),
+      );
+    }
+    return Object.freeze({ url: parsed.href, timeoutMs });
+  }
   /** `--authorization-server` with the `--resource` it needs; the two others need it. */
   function authorizationSettings(): AuthorizationSettings | null {
     const issuer = setting("--authorization-server", "WARDEN_AUTHORIZATION_SERVER");
@@ -946,6 +996,7 @@ export function parseConfig(
       : 600_000,
     allowUnisolated,
     http,
+    policyEngine: policyEngineSettings(),
     telemetry: telemetrySettings(env, toggle("", "WARDEN_OTEL_ENABLED")),
   };
   // A default under an unknown user directory throws when read, not now: a command that never uses it runs.

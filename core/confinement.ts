@@ -64,8 +64,11 @@ export interface NeedsInput {
   /** Root ids tools may write under, and origins they may fetch. */
   readonly writeRoots: readonly string[];
   readonly netHosts: readonly string[];
-  /** The OTLP endpoints telemetry is sent to (WARDEN_OTEL_ENABLED=1): the SDK connects to them by name. */
-  readonly collectors?: readonly string[];
+  /**
+   * The services warden itself connects to by name, by URL: telemetry's collectors (WARDEN_OTEL_ENABLED=1) and the
+   * policy engine (--policy-url).
+   */
+  readonly services?: readonly string[];
   /** Every environment variable warden reads. */
   readonly env: readonly string[];
 }
@@ -136,7 +139,7 @@ export function permissionNeeds(input: NeedsInput): PermissionNeeds {
     ]),
     runAllWhy,
     net: netAllWhy ? "all" : sorted(
-      [...hosts, ...(input.collectors ?? []).map((endpoint) => new URL(endpoint))].map((url) =>
+      [...hosts, ...(input.services ?? []).map((endpoint) => new URL(endpoint))].map((url) =>
         `${url.hostname}:${url.port || defaultPort(url)}`
       ),
     ),

@@ -25,6 +25,7 @@ export type ErrorCode =
   | "plugin_failed"
   | "capability_denied"
   | "policy_denied"
+  | "policy_unavailable"
   | "risk_class_disabled";
 
 /** An error whose message is meant for the person or agent that caused it. */

@@ -187,7 +187,10 @@ export async function needsOf(
     tempDir: tempDir(),
     writeRoots: entries.flatMap((entry) => entry.capabilities.writeRoots),
     netHosts: entries.flatMap((entry) => entry.capabilities.netHosts),
-    collectors: config.telemetry ? [config.telemetry.tracesEndpoint, config.telemetry.metricsEndpoint] : [],
+    services: [
+      ...(config.telemetry ? [config.telemetry.tracesEndpoint, config.telemetry.metricsEndpoint] : []),
+      ...(config.policyEngine ? [config.policyEngine.url] : []),
+    ],
     env: ENV_READ,
   });
 }

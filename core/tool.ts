@@ -91,6 +91,11 @@ export interface HostFacts {
   readonly instanceId: string;
   /** The X-MCP-Project header of the HTTP request being answered; null on stdio, in the shell, or without it. */
   readonly projectHeader: string | null;
+  /**
+   * Those of `ids` the caller may see, as the operator's policy engine decides (`--policy-url`, action
+   * `projects/list`); absent where there is no engine: every one.
+   */
+  readonly visibleProjects?: (ids: readonly string[]) => Promise<readonly string[]>;
   /** Every plugin directory and what the host decided about it, sorted by id. */
   readonly extensions: readonly PluginRecord[];
   /** Programs gate tools declared, and whether each was found at startup. */

@@ -108,12 +108,16 @@ describe(`confinement flags (${runtimeName})`, () => {
     const named = permissionNeeds({ ...base, netHosts: ["https://10.0.0.1", "https://api.github.com"] });
     assert.equal(named.net, "all");
     assert.match(named.netAllWhy!, /https:\/\/api\.github\.com/);
-    // Telemetry's collector is reached by name by the OpenTelemetry SDK: its host and port, not the whole network.
+    // Telemetry's collector and the policy engine are reached by name: their hosts and ports, not the whole network.
     const collector = permissionNeeds({
       ...base,
-      collectors: ["http://otel.internal:4318/v1/traces", "https://otel.internal/v1/metrics"],
+      services: [
+        "http://otel.internal:4318/v1/traces",
+        "https://otel.internal/v1/metrics",
+        "http://[::1]:8181/v1/data/x",
+      ],
     });
-    assert.deepEqual(collector.net, ["otel.internal:4318", "otel.internal:443"]);
+    assert.deepEqual(collector.net, ["[::1]:8181", "otel.internal:4318", "otel.internal:443"]);
   });
 
   it("node's model: one flag per path (node 20 reads only the first of a list), children only when needed", () => {

@@ -81,7 +81,8 @@ export const tool = defineTool({
   handler: async ({ probe }, ctx) => {
     const { host } = ctx;
     const isolation = await host.gateIsolation();
-    const ids = ctx.fs.rootIds;
+    // The operator's policy engine may show this caller fewer projects than the server has.
+    const ids = host.visibleProjects ? await host.visibleProjects(ctx.fs.rootIds) : ctx.fs.rootIds;
     const listed = listedProjects(ids);
     return {
       server: { name: host.name, version: host.version, instanceId: host.instanceId },

@@ -24,7 +24,13 @@ const SIGNAL: SignalRecord = {
   rule: "verdict-directive",
   spanHash: "0123456789abcdef",
 };
-const POLICY: Policy = { maxRisk: "gate", disabled: new Set(), principalRequired: new Set(), principal: null };
+const POLICY: Policy = {
+  maxRisk: "gate",
+  disabled: new Set(),
+  principalRequired: new Set(),
+  principal: null,
+  engine: null,
+};
 
 /** A gate tool whose handler is `handler`, as the catalog would hold it. */
 function gateTool(handler: (ctx: GateContext) => unknown): CatalogEntry {

@@ -5,9 +5,11 @@ import { type CallOptions, runTool } from "../call/run.ts";
 import { type CallResult, errorResult } from "../call/result.ts";
 import type { CatalogEntry } from "../catalog.ts";
 import { problem, WardenError } from "../errors.ts";
-import type { RecordedSignals, SignalRecord } from "../tool.ts";
+import type { HostFacts, RecordedSignals, SignalRecord } from "../tool.ts";
 import { type Ledger, signalProblem } from "./ledger.ts";
-import { decide, type Policy } from "./policy.ts";
+import { decide, type Policy, type Refusal } from "./policy.ts";
+import { askPolicy, type PolicyDecision } from "./policy_engine.ts";
+import { PROJECT_ARGUMENT, readsProject, resolveProject } from "../call/projects.ts";
 
 function withLedgerWarning(result: CallResult, error: string): CallResult {
   return {
@@ -25,12 +27,117 @@ function withLedgerWarning(result: CallResult, error: string): CallResult {
 export function governedCall(
   tool: CatalogEntry,
   args: unknown,
-  options: CallOptions & { readonly policy: Policy; readonly ledger: Ledger },
+  options: GovernedCallOptions,
 ): Promise<CallResult> {
   const started = performance.now();
   const { ledger, policy } = options;
   const refusal = decide(policy, tool);
   const argsHash = ledger.argsHash(args);
+  const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
+  const engine = policy.engine;
+  if (refusal !== null || engine === null) return governed(tool, args, options, started, argsHash, refusal);
+  // What warden's own policy allows, the operator's engine decides; its decision is a row before the call's.
+  const projectId = projectOf(tool, args, options);
+  return askPolicy(engine, {
+    action: "tools/call",
+    tool: tool.descriptor.name,
+    risk: tool.risk,
+    plugin: plugin ? { id: plugin.id, manifest_digest: plugin.manifestDigest } : null,
+    principal: policy.principal,
+    project_id: projectId,
+    args_sha256: argsHash,
+    transport: options.host.transport,
+  }).then((decision) => {
+    void ledger.decision({
+      tool: tool.descriptor.name,
+      principal: policy.principal,
+      projectId,
+      argsHash,
+      allow: decision.allow,
+      reasons: decision.reasons,
+      failure: decision.failure,
+      policyMs: decision.latencyMs,
+    });
+    if (!decision.allow) return governed(tool, args, options, started, argsHash, engineRefusal(tool, decision));
+    // The projects the tool may show (host_context lists them) are those the engine shows this principal.
+    const visibleProjects = (ids: readonly string[]) =>
+      Promise.all(ids.map((id) =>
+        askPolicy(engine, {
+          action: "projects/list",
+          tool: null,
+          risk: null,
+          plugin: null,
+          principal: policy.principal,
+          project_id: id,
+          args_sha256: null,
+          transport: options.host.transport,
+        })
+      )).then((decisions) => ids.filter((_, i) => decisions[i].allow));
+    return governed(
+      tool,
+      args,
+      { ...options, host: withVisibleProjects(options.host, visibleProjects) },
+      started,
+      argsHash,
+      null,
+    );
+  });
+}
+
+/** `host` with `visibleProjects`, its getters kept (the protocol version and digest are read when asked). */
+function withVisibleProjects(host: HostFacts, visibleProjects: HostFacts["visibleProjects"]): HostFacts {
+  return Object.freeze(Object.create(host, { visibleProjects: { value: visibleProjects, enumerable: true } }));
+}
+
+type GovernedCallOptions = CallOptions & { readonly policy: Policy; readonly ledger: Ledger };
+
+/** The project a call reads, as runTool will settle it; null for a tool that reads none or a call it will refuse. */
+function projectOf(tool: CatalogEntry, args: unknown, options: GovernedCallOptions): string | null {
+  if (!readsProject(tool)) return null;
+  try {
+    return resolveProject(options.fs.rootIds, (args as Record<string, unknown> | undefined)?.[PROJECT_ARGUMENT], {
+      strict: options.host.strictProjectSelection,
+      header: options.projectHeader ?? null,
+    });
+  } catch {
+    return null;
+  }
+}
+
+/** The refusal of a call the engine denied, with the policy's reasons; or, when it did not decide, why. */
+function engineRefusal(tool: CatalogEntry, decision: PolicyDecision): Refusal {
+  const name = tool.descriptor.name;
+  if (decision.failure !== null) {
+    return {
+      code: "policy_unavailable",
+      message: problem(
+        `Tool "${name}" is refused`,
+        `${decision.failure}, and without a decision every call is denied`,
+        "nothing was run; retry later, or ask the operator to check the policy engine",
+      ),
+    };
+  }
+  return {
+    code: "policy_denied",
+    message: problem(
+      `Tool "${name}" is refused by the operator's policy`,
+      decision.reasons.length > 0 ? decision.reasons.join("; ") : "it gave no reason",
+      "nothing was run",
+    ),
+    details: { reasons: decision.reasons },
+  };
+}
+
+/** Runs (or refuses) and records one call whose decision is made. */
+function governed(
+  tool: CatalogEntry,
+  args: unknown,
+  options: GovernedCallOptions,
+  started: number,
+  argsHash: string,
+  refusal: Refusal | null,
+): Promise<CallResult> {
+  const { ledger, policy } = options;
   const plugin = tool.descriptor._meta["warden/plugin"] ?? null;
   let intent: number | null = null;
   /** Set once the call's row is queued: a signal after it (a tool still running past its timeout) is not recorded. */
@@ -55,7 +162,7 @@ export function governedCall(
     const outcome = runTool(tool, args, recordSignals ? { ...options, recordSignals } : options);
     return outcome instanceof Promise ? outcome.then(record) : record(outcome);
   };
-  if (refusal) return record(errorResult(refusal.code, refusal.message));
+  if (refusal) return record(errorResult(refusal.code, refusal.message, refusal.details));
   if (tool.risk === "read") return run();
   // A gate call's signals (ctx.recordSignals): rows of their own, after its intent row and before its call row.
   const recordSignals = async (signals: readonly SignalRecord[]): Promise<RecordedSignals> => {

@@ -144,12 +144,41 @@ const SignalRow = v.strictObject({
   prev: Digest,
 });
 
+/**
+ * The policy engine's decision on a call (version 3, only where `--policy-url` names one): written before the call's
+ * row, with the project it reads, the reasons the policy gave (or why there is no decision: then it denied by
+ * default) and how long the engine took.
+ */
+const DecisionRow = v.strictObject({
+  v: v.literal(3),
+  kind: v.literal("decision"),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
+  tool: v.string(),
+  principal: v.nullable(v.string()),
+  projectId: v.nullable(v.string()),
+  argsHash: Digest,
+  allow: v.boolean(),
+  reasons: v.pipe(v.array(v.pipe(v.string(), v.maxLength(500))), v.maxLength(10)),
+  failure: v.nullable(v.string()),
+  policyMs: v.number(),
+  prev: Digest,
+});
+
 /** The rows of versions 2 and 3, by kind. */
-export const ROWS = { anchor: AnchorRow, call: CallRow, intent: IntentRow, seal: SealRow, signal: SignalRow } as const;
+export const ROWS = {
+  anchor: AnchorRow,
+  call: CallRow,
+  decision: DecisionRow,
+  intent: IntentRow,
+  seal: SealRow,
+  signal: SignalRow,
+} as const;
 
 /** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
 export const LedgerRowSchema = v.union([
-  v.variant("kind", [AnchorRow, CallRow, IntentRow, SealRow, SignalRow]),
+  v.variant("kind", [AnchorRow, CallRow, DecisionRow, IntentRow, SealRow, SignalRow]),
   V1Row,
 ]);
 
@@ -187,6 +216,18 @@ export interface LedgerSignal {
   readonly where: string;
   readonly rule: string;
   readonly spanHash: string;
+}
+
+/** What a decision row says; the ledger adds seq, time, pid and prev. */
+export interface LedgerDecision {
+  readonly tool: string;
+  readonly principal: string | null;
+  readonly projectId: string | null;
+  readonly argsHash: string;
+  readonly allow: boolean;
+  readonly reasons: readonly string[];
+  readonly failure: string | null;
+  readonly policyMs: number;
 }
 
 /** Why `signal` cannot be a row (a field SIGNAL_FIELDS refuses), or null when it can. */
@@ -251,6 +292,11 @@ class QueuedSignal {
   constructor(readonly entry: LedgerSignal) {}
 }
 
+/** A decision row in the queue. */
+class QueuedDecision {
+  constructor(readonly entry: LedgerDecision) {}
+}
+
 /** How the ledger opens its file; the bench swaps it to time the ledger without its write. */
 export type OpenAppendOnly = (path: string) => AppendOnlyFile;
 
@@ -267,7 +313,7 @@ export class Ledger {
   #broken: AppendOutcome | undefined;
   #sealed = false;
   /** Rows queued for the next append, in seq order: the last of them has seq `#seq`. */
-  #queue: (LedgerCall | QueuedIntent | QueuedSignal)[] = [];
+  #queue: (LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision)[] = [];
   /** The next append, of the rows queued in this turn: every call among them waits on it. */
   #batch: Promise<AppendOutcome> | undefined;
   /** The anchor row, once the heads of the other files are read; started by the first row. */
@@ -348,8 +394,37 @@ export class Ledger {
     return this.#schedule();
   }
 
+  /** Queues the policy engine's decision on a call, before the call's own row. */
+  decision(entry: LedgerDecision): Promise<AppendOutcome> {
+    // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
+    if (this.#broken) return Promise.resolve(this.#broken);
+    this.#next();
+    this.#queue.push(new QueuedDecision(entry));
+    return this.#schedule();
+  }
+
   /** A queued row's line: its text is made here, once, with its `prev` and the batch's time. */
-  #line(row: LedgerCall | QueuedIntent | QueuedSignal, seq: number, time: string): string {
+  #line(row: LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision, seq: number, time: string): string {
+    if (row instanceof QueuedDecision) {
+      // Only with a policy engine, whose round trip dwarfs a row made the plain way.
+      const { tool, principal, projectId, argsHash, allow, reasons, failure, policyMs } = row.entry;
+      return canonicalJson({
+        allow,
+        argsHash,
+        failure,
+        kind: "decision",
+        pid: this.#pid,
+        policyMs,
+        prev: this.#prev,
+        principal,
+        projectId,
+        reasons: [...reasons],
+        seq,
+        time,
+        tool,
+        v: LEDGER_VERSION,
+      });
+    }
     if (row instanceof QueuedSignal) {
       // Rare and never on a trivial call's path: the canonical form is made the plain way.
       const { tool, job, intent, source, where, rule, spanHash } = row.entry;

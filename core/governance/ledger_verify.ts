@@ -127,7 +127,9 @@ function scanFile(
     if (!schema) {
       return bad(
         version === 2 || version === 3
-          ? `not a ledger row (unknown kind ${JSON.stringify(kind)}; expected anchor, call, intent, seal or signal)`
+          ? `not a ledger row (unknown kind ${
+            JSON.stringify(kind)
+          }; expected anchor, call, decision, intent, seal or signal)`
           : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1, 2 and 3)`,
       );
     }

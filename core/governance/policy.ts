@@ -2,7 +2,7 @@
 // before it runs. Disabled tools stay in the catalog, so the catalog never
 // depends on policy; calling one says why it is refused (governed_call.ts).
 import type { Catalog, CatalogEntry } from "../catalog.ts";
-import type { Config } from "../config.ts";
+import type { Config, PolicyEngineSettings } from "../config.ts";
 import { type ErrorCode, problem, WardenError } from "../errors.ts";
 import { RISK_CLASSES, type RiskClass } from "../tool.ts";
 
@@ -15,6 +15,8 @@ export interface Policy {
   readonly principalRequired: ReadonlySet<string>;
   /** Who operates this server, recorded with every call. */
   readonly principal: string | null;
+  /** The operator's policy engine, asked after warden's own policy allows a call (policy_engine.ts). */
+  readonly engine: PolicyEngineSettings | null;
 }
 
 /** The policy, with every tool it names checked against the catalog. */
@@ -38,11 +40,19 @@ export function policyOf(config: Config, catalog: Catalog): Policy {
     disabled: new Set(config.disabledTools),
     principalRequired: new Set(config.principalTools),
     principal: config.principal,
+    engine: config.policyEngine,
   });
 }
 
+/** Why a call is refused before it runs: its error code, its words, and what else its result says. */
+export interface Refusal {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
 /** Why a call is refused before it runs, or null. */
-export function decide(policy: Policy, tool: CatalogEntry): { code: ErrorCode; message: string } | null {
+export function decide(policy: Policy, tool: CatalogEntry): Refusal | null {
   const name = tool.descriptor.name;
   if (RISK_CLASSES.indexOf(tool.risk) > RISK_CLASSES.indexOf(policy.maxRisk)) {
     return {

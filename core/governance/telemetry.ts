@@ -44,7 +44,7 @@ export interface TelemetryStart extends TelemetrySettings {
 export const TELEMETRY_SHUTDOWN_MS = 5000;
 
 /** The error codes of a call the policy refused before its tool ran. */
-const DENIALS = new Set(["policy_denied", "risk_class_disabled"]);
+const DENIALS = new Set(["policy_denied", "policy_unavailable", "risk_class_disabled"]);
 
 /** Whether a result's error code is the policy's refusal. */
 export const isDenial = (errorCode: string | null): boolean => errorCode !== null && DENIALS.has(errorCode);

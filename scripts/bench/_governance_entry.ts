@@ -44,6 +44,7 @@ const policy = {
   disabled: new Set<string>(),
   principalRequired: new Set<string>(),
   principal: null,
+  engine: null,
 };
 
 const WRITTEN: Promise<AppendOutcome> = Promise.resolve({ ok: true });
