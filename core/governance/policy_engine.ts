@@ -3,8 +3,11 @@
 // warden's own policy (policy.ts) lets through, and denies on any failure: unreachable, slower than
 // `--policy-timeout`, an HTTP error, an answer that is not a decision. The input says who calls which tool in which
 // project, with the sha256 of the arguments, never the arguments.
+import type { Agent } from "node:http";
+import { concatBytes } from "../bytes.ts";
 import type { PolicyEngineSettings } from "../config.ts";
 import { messageOf } from "../errors.ts";
+import { platform } from "../platform/mod.ts";
 import type { RiskClass } from "../tool.ts";
 
 /** What the engine is asked; its field names are its policies' interface (README, "Policy engine"). */
@@ -64,6 +67,59 @@ export function decisionOf(result: unknown): { allow: boolean; reasons: string[]
   return null;
 }
 
+/** Kept-alive connections to the engine, one pool per scheme: a decision is asked for on every call. */
+const agents = new Map<string, Agent>();
+
+/**
+ * POSTs `body` to `url` and reads the answer (null past MAX_ANSWER_BYTES). Under node, node:http with its connections
+ * kept alive: node's fetch cost a call 20 to 25% more than it (scripts/bench/policy.mjs: 930 to 1170 µs of asking
+ * against 690 to 930); under deno, fetch, which cost 300 to 460 µs against node:http's 480 to 575.
+ */
+async function post(url: URL, body: string, timeoutMs: number): Promise<{ status: number; text: string | null }> {
+  if (platform().runtime.name === "deno") {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body,
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: "manual",
+    });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return {
+      status: response.status,
+      text: bytes.byteLength > MAX_ANSWER_BYTES ? null : new TextDecoder().decode(bytes),
+    };
+  }
+  const secure = url.protocol === "https:";
+  const http = secure ? await import("node:https") : await import("node:http");
+  let agent = agents.get(url.protocol);
+  if (!agent) agents.set(url.protocol, agent = new http.Agent({ keepAlive: true, maxSockets: 64 }));
+  const bytes = new TextEncoder().encode(body);
+  return await new Promise((resolve, reject) => {
+    const request = http.request(url, {
+      method: "POST",
+      agent,
+      headers: { "content-type": "application/json", accept: "application/json", "content-length": bytes.byteLength },
+      signal: AbortSignal.timeout(timeoutMs),
+    }, (response) => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      response.on("data", (chunk: Uint8Array) => {
+        size += chunk.byteLength;
+        if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
+      });
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          text: size > MAX_ANSWER_BYTES ? null : new TextDecoder().decode(concatBytes(chunks, size)),
+        }));
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+    request.end(bytes);
+  });
+}
+
 /** Asks the engine; never throws: a failure is a denial that says why. */
 export async function askPolicy(settings: PolicyEngineSettings, input: PolicyInput): Promise<PolicyDecision> {
   const started = performance.now();
@@ -73,15 +129,9 @@ export async function askPolicy(settings: PolicyEngineSettings, input: PolicyInp
     failure,
     latencyMs: Math.round((performance.now() - started) * 1000) / 1000,
   });
-  let response: Response;
+  let answered: { status: number; text: string | null };
   try {
-    response = await fetch(settings.url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json" },
-      body: JSON.stringify({ input }),
-      signal: AbortSignal.timeout(settings.timeoutMs),
-      redirect: "error",
-    });
+    answered = await post(new URL(settings.url), JSON.stringify({ input }), settings.timeoutMs);
   } catch (error) {
     const name = (error as { name?: unknown }).name;
     return failed(
@@ -90,14 +140,10 @@ export async function askPolicy(settings: PolicyEngineSettings, input: PolicyInp
         : `the policy engine could not be reached (${messageOf(error).split("\n")[0]})`,
     );
   }
-  let text: string;
-  try {
-    text = await response.text();
-  } catch (error) {
-    return failed(`the policy engine's answer could not be read (${messageOf(error).split("\n")[0]})`);
-  }
-  if (!response.ok) return failed(`the policy engine answered HTTP ${response.status}`);
-  if (text.length > MAX_ANSWER_BYTES) return failed(`the policy engine's answer is over ${MAX_ANSWER_BYTES} bytes`);
+  const { status, text } = answered;
+  // A redirect is not followed: the decision is the operator's URL's, or none.
+  if (status < 200 || status > 299) return failed(`the policy engine answered HTTP ${status}`);
+  if (text === null) return failed(`the policy engine's answer is over ${MAX_ANSWER_BYTES} bytes`);
   let answer: unknown;
   try {
     answer = JSON.parse(text);
