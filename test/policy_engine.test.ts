@@ -249,6 +249,45 @@ describe(`the policy engine, OPA with a Rego policy (${runtimeName})`, () => {
   });
 });
 
+describe(`the policy engine and jobs (${runtimeName})`, () => {
+  it("decides a job when it is started, for its caller, and does not ask again when it runs", async () => {
+    const dir = tempDir("warden-opa-jobs-");
+    const tokensFile = path.join(dir.dir, "tokens");
+    const alice = (await runWarden(["token", "add", "alice@example.com", "--tokens", tokensFile])).stdout.trim();
+    const opa = await startOpa(path.join(repoRoot, "test/fixtures/opa/principals.rego"));
+    const jobTools = path.join(repoRoot, runtimeName === "deno" ? "test/fixtures/jobs" : "dist/test/fixtures/jobs");
+    const server = await startHttp(["--tokens", tokensFile, "--policy-url", opa.url, "--policy-timeout", "10s"], {
+      WARDEN_TOOLS_DIR: jobTools,
+      WARDEN_LEDGER: path.join(dir.dir, "ledger"),
+      WARDEN_JOBS_DIR: path.join(dir.dir, "jobs"),
+    }, false);
+    try {
+      const client = await httpClient(server.url, alice);
+      const started = await client.callTool({ name: "fixture_wait_start", arguments: { ms: 10, text: "waited" } });
+      const jobId = (started.structuredContent as Result).jobId;
+      assert.match(String(jobId), /^job_/, textOf(started));
+      let job: Result;
+      for (let i = 0; i < 200; i++) {
+        const answer = await client.callTool({ name: "fixture_wait_result", arguments: { jobId } });
+        assert.ok(!answer.isError, textOf(answer));
+        job = JSON.parse(textOf(answer));
+        if (job.state !== "queued" && job.state !== "running") break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal(job.state, "done", JSON.stringify(job));
+      assert.match(JSON.stringify(job.result), /waited/, "the run was not denied as the server's");
+      await client.close();
+      const asked = opa.inputs().filter((input) => input.action === "tools/call").map((input) => input.tool);
+      assert.ok(asked.includes("fixture_wait_start"));
+      assert.ok(!asked.includes("fixture_wait"), `the run was asked about again: ${asked}`);
+    } finally {
+      await server.stop();
+      opa.stop();
+      dir.remove();
+    }
+  });
+});
+
 describe(`the policy engine, when it does not decide (${runtimeName})`, () => {
   const dir = tempDir("warden-opa-fail-");
   let broken: Opa;

@@ -52,13 +52,18 @@ export class JobHost {
     const entry = tools.get(name)!;
     const refusal = decide(options.policy, entry);
     if (refusal) throw new WardenError(refusal.code, refusal.message);
+    // The operator's policy engine decided on the `<name>_start` call, for its caller; the run is not asked again
+    // (it runs as the server's, whom the engine never judged).
+    const policy = options.policy.engine === null ? options.policy : { ...options.policy, engine: null };
     return await queue.start(
       name,
       args,
       // A governed call never rejects: its result, error or not, is the job's. Its programs' output goes to the
       // job's report (ctx.spawn's `log`), the one door to it, which only a job's run is given.
       (signal, job, report) =>
-        governedCall(entry, args, { ...options, signal, job, report }) as unknown as Promise<Record<string, unknown>>,
+        governedCall(entry, args, { ...options, policy, signal, job, report }) as unknown as Promise<
+          Record<string, unknown>
+        >,
     );
   }
 
