@@ -11,6 +11,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -439,4 +441,51 @@ export async function httpClient(url: URL, token?: string, headers: Record<strin
   const client = new Client({ name: "warden-http-test", version: "1.0.0" });
   await client.connect(transport);
   return client;
+}
+
+/** What a raw HTTP request was answered: status, headers and body text. */
+export interface RawAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/**
+ * One HTTP request to 127.0.0.1:`port` with exactly these headers (node:http lets a test set Host, which fetch does
+ * not): by default a POST to /mcp with MCP's content type, accept and protocol version headers.
+ */
+export function rawHttp(
+  port: number,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: "127.0.0.1",
+      port,
+      method: options.method ?? "POST",
+      path: options.path ?? "/mcp",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+        ...options.headers,
+      },
+    }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end(options.body);
+  });
+}
+
+/** A loopback port nobody listens on now (a server a test starts a moment later may take it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    }).on("error", reject);
+  });
 }

@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { connect as connectSocket } from "node:net";
 import path from "node:path";
 import process from "node:process";
@@ -20,6 +19,8 @@ import {
   httpClient,
   type HttpServer,
   onDeno,
+  type RawAnswer,
+  rawHttp as raw,
   repoRoot,
   runtimeName,
   runWarden,
@@ -28,44 +29,11 @@ import {
   textOf,
 } from "./helpers.ts";
 
-interface RawAnswer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-}
-
 /** The error a server that could not start logged (its stderr is a log of JSON lines). */
 function startupError(stderr: string): string {
   const line = stderr.split("\n").find((l) => l.includes('"event":"startup_failed"'));
   assert.ok(line, `no startup_failed line in:\n${stderr}`);
   return JSON.parse(line).error;
-}
-
-/** One request with exactly these headers (node:http lets a test set Host, which fetch does not). */
-function raw(
-  port: number,
-  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: "127.0.0.1",
-      port,
-      method: options.method ?? "POST",
-      path: options.path ?? "/mcp",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-11-25",
-        ...options.headers,
-      },
-    }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
 }
 
 /** The JSON-RPC messages of an SSE body, in order. */

@@ -3,8 +3,7 @@
 // client finds it from warden's 401 and RFC 9728 metadata and gets a token as an agent would. Raw requests bring the
 // tokens no client should: expired, for another resource, from another issuer, signed with a stranger's key.
 import assert from "node:assert/strict";
-import { createServer, request as httpRequest, type Server } from "node:http";
-import { createServer as createNetServer } from "node:net";
+import { createServer, type Server } from "node:http";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -16,51 +15,20 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="../node_modules/@modelcontextprotocol/sdk/dist/esm/client/auth-extensions.d.ts"
 import { ClientCredentialsProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
-import { httpClient, type HttpServer, runtimeName, runWarden, startHttp, tempDir, textOf } from "./helpers.ts";
-
-interface RawAnswer {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: string;
-}
-
-/** One request with exactly these headers. */
-function raw(
-  port: number,
-  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: "127.0.0.1",
-      port,
-      method: options.method ?? "POST",
-      path: options.path ?? "/mcp",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        ...options.headers,
-      },
-    }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on("error", reject);
-    req.end(options.body);
-  });
-}
+import {
+  freePort,
+  httpClient,
+  type HttpServer,
+  type RawAnswer,
+  rawHttp as raw,
+  runtimeName,
+  runWarden,
+  startHttp,
+  tempDir,
+  textOf,
+} from "./helpers.ts";
 
 const LIST = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
-
-/** A port nobody listens on now (a moment later, warden does). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    }).on("error", reject);
-  });
-}
 
 /** A signing key with the JWK its key set publishes. */
 async function signingKey(kid: string): Promise<{ privateKey: CryptoKey; jwk: JWK }> {

@@ -78,6 +78,20 @@ describe(`the policy engine, OPA with a Rego policy (${runtimeName})`, () => {
   let opa: Opa;
   let server: HttpServer;
   const tokens: Record<string, string> = {};
+  /** Two projects, the two principals' tokens, the engine. */
+  const serverArgs = () => [
+    "--root",
+    `open=${path.join(dir.dir, "open")}`,
+    "--root",
+    `secret=${path.join(dir.dir, "secret")}`,
+    "--tokens",
+    tokensFile,
+    "--policy-url",
+    opa.url,
+    // The WebAssembly OPA takes about half a second a decision; a real one, a millisecond.
+    "--policy-timeout",
+    "10s",
+  ];
   before(async () => {
     for (const project of ["open", "secret"]) {
       mkdirSync(path.join(dir.dir, project));
@@ -87,19 +101,7 @@ describe(`the policy engine, OPA with a Rego policy (${runtimeName})`, () => {
       tokens[who] = (await runWarden(["token", "add", who, "--tokens", tokensFile])).stdout.trim();
     }
     opa = await startOpa(path.join(repoRoot, "test/fixtures/opa/authz.rego"));
-    server = await startHttp([
-      "--root",
-      `open=${path.join(dir.dir, "open")}`,
-      "--root",
-      `secret=${path.join(dir.dir, "secret")}`,
-      "--tokens",
-      tokensFile,
-      "--policy-url",
-      opa.url,
-      // The WebAssembly OPA takes about half a second a decision; a real one, a millisecond.
-      "--policy-timeout",
-      "10s",
-    ], { WARDEN_LEDGER: ledger });
+    server = await startHttp(serverArgs(), { WARDEN_LEDGER: ledger });
   });
   after(async () => {
     await server?.stop();
@@ -180,22 +182,7 @@ describe(`the policy engine, OPA with a Rego policy (${runtimeName})`, () => {
     const decisions = ledgerRows(ledger).filter((row) => row.kind === "decision" && row.tool === "line_count");
     assert.deepEqual(decisions.map((row) => [row.projectId, row.allow]), [["open", true], ["secret", false]]);
     // host_context is a built-in tool: a server of the built-ins, same projects, same engine.
-    const builtins = await startHttp(
-      [
-        "--root",
-        `open=${path.join(dir.dir, "open")}`,
-        "--root",
-        `secret=${path.join(dir.dir, "secret")}`,
-        "--tokens",
-        tokensFile,
-        "--policy-url",
-        opa.url,
-        "--policy-timeout",
-        "10s",
-      ],
-      { WARDEN_LEDGER: ledger },
-      false,
-    );
+    const builtins = await startHttp(serverArgs(), { WARDEN_LEDGER: ledger }, false);
     try {
       const client = await httpClient(builtins.url, tokens["alice@example.com"]);
       const context = await client.callTool({ name: "host_context", arguments: {} }) as Result;

@@ -5,7 +5,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { createServer as createNetServer } from "node:net";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import {
@@ -13,6 +12,7 @@ import {
   connect,
   eventually,
   fixtureToolsDir,
+  freePort,
   httpClient,
   runtimeName,
   runWarden,
@@ -85,16 +85,6 @@ function points(receiver: Receiver, name: string): { kind: string; point: Otlp }
       )
     )
   );
-}
-
-/** A port nobody listens on. */
-function closedPort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createNetServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -217,7 +207,7 @@ describe(`telemetry (${runtimeName})`, () => {
   });
 
   it("starts, answers and stops without a collector, logging what it dropped", async () => {
-    const nobody = `http://127.0.0.1:${await closedPort()}`;
+    const nobody = `http://127.0.0.1:${await freePort()}`;
     const session = await connect({ env: { ...otel(), OTEL_EXPORTER_OTLP_ENDPOINT: nobody } });
     const started = performance.now();
     const echoed = await session.client.callTool({ name: "fixture_echo", arguments: { text: "still answered" } });
