@@ -185,9 +185,14 @@ describe(`the policy engine, OPA with a Rego policy (${runtimeName})`, () => {
     const builtins = await startHttp(serverArgs(), { WARDEN_LEDGER: ledger }, false);
     try {
       const client = await httpClient(builtins.url, tokens["alice@example.com"]);
-      const context = await client.callTool({ name: "host_context", arguments: {} }) as Result;
+      const context = await client.callTool({ name: "host_context", arguments: { probe: "secret" } }) as Result;
       await client.close();
       assert.deepEqual(context.structuredContent.projects.ids, ["open"], "the engine hides the closed project");
+      assert.deepEqual(
+        [context.structuredContent.probe.known, context.structuredContent.probe.problem],
+        [false, "not a project of this server: pass one of projects.ids"],
+        "a probe does not tell a hidden project from one the server lacks",
+      );
     } finally {
       await builtins.stop();
     }

@@ -97,7 +97,7 @@ export const tool = defineTool({
         selection: selectionMode(ids, host.strictProjectSelection),
         implicit: implicitProject(ctx),
       },
-      ...(probe === undefined ? {} : { probe: await probeProject(ctx, probe) }),
+      ...(probe === undefined ? {} : { probe: await probeProject(ctx, probe, ids) }),
       gate: {
         isolation: { ...isolation },
         programs: Object.fromEntries(
@@ -127,9 +127,12 @@ function implicitProject(ctx: ReadContext) {
   }
 }
 
-/** Whether `id` is a project of this server and its directory can be read now (it may have gone since the start). */
-async function probeProject(ctx: ReadContext, id: string) {
-  if (!ctx.fs.rootIds.includes(id)) {
+/**
+ * Whether `id` is a project of this server the caller may see (`visible`) and its directory can be read now (it may
+ * have gone since the start). One the policy engine hides is answered as one the server does not have.
+ */
+async function probeProject(ctx: ReadContext, id: string, visible: readonly string[]) {
+  if (!visible.includes(id)) {
     return {
       project_id: id,
       known: false,
