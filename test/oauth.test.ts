@@ -40,7 +40,13 @@ async function signingKey(kid: string): Promise<{ privateKey: CryptoKey; jwk: JW
 interface AuthorizationServer {
   readonly issuer: string;
   /** A JWT signed with its key: sub, iss, aud and a one-hour exp unless `claims` says otherwise. */
-  mint(claims: Record<string, unknown>, key?: { privateKey: CryptoKey; jwk: JWK }): Promise<string>;
+  mint(
+    claims: Record<string, unknown>,
+    key?: { privateKey: CryptoKey; jwk: JWK },
+    header?: Record<string, unknown>,
+  ): Promise<string>;
+  /** Its second key, published beside the first in a rotation (`rotation`), neither with a kid. */
+  readonly second: { privateKey: CryptoKey; jwk: JWK };
   /** The requests it has answered, by path. */
   readonly hits: string[];
   close(): Promise<void>;
@@ -53,18 +59,23 @@ const CLIENTS: Record<string, string> = { "build-bot": "s3cret" };
  * set of one ES256 key, and a token endpoint for the client_credentials grant with client_secret_basic, whose tokens
  * are for the `resource` the client asks (RFC 8707) with the scopes it asks.
  */
-async function startAuthorizationServer(claimedIssuer?: string): Promise<AuthorizationServer> {
+async function startAuthorizationServer(
+  claimedIssuer?: string,
+  rotation = false,
+): Promise<AuthorizationServer> {
   const key = await signingKey("key-1");
+  const second = await signingKey("key-2");
+  const withoutKid = ({ kid: _, ...jwk }: JWK) => jwk;
   const hits: string[] = [];
   let issuer = "";
-  const mint = (claims: Record<string, unknown>, signer = key) =>
+  const mint = (claims: Record<string, unknown>, signer = key, header: Record<string, unknown> = {}) =>
     new SignJWT({
       iss: issuer,
       iat: Math.floor(Date.now() / 1000),
       exp: Math.floor(Date.now() / 1000) + 3600,
       ...claims,
     })
-      .setProtectedHeader({ alg: "ES256", kid: signer.jwk.kid, typ: "at+jwt" })
+      .setProtectedHeader({ alg: "ES256", kid: signer.jwk.kid, typ: "at+jwt", ...header })
       .sign(signer.privateKey);
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", issuer);
@@ -83,7 +94,9 @@ async function startAuthorizationServer(claimedIssuer?: string): Promise<Authori
         response_types_supported: ["token"],
       });
     }
-    if (req.method === "GET" && url.pathname === "/jwks") return json(200, { keys: [key.jwk] });
+    if (req.method === "GET" && url.pathname === "/jwks") {
+      return json(200, { keys: rotation ? [withoutKid(key.jwk), withoutKid(second.jwk)] : [key.jwk] });
+    }
     if (req.method === "POST" && url.pathname === "/token") {
       let body = "";
       req.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", async () => {
@@ -107,6 +120,7 @@ async function startAuthorizationServer(claimedIssuer?: string): Promise<Authori
   return {
     issuer,
     mint,
+    second,
     hits,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
@@ -262,6 +276,12 @@ describe(`serve --http with an authorization server (${runtimeName})`, () => {
       ["unsigned, with a signature part", `${header({ alg: "none" })}.${payload}.AAAA`, /algorithm is not one/],
       ["HMAC over the public key", `${header({ alg: "HS256", kid: "key-1" })}.${payload}.AAAA`, /algorithm is not one/],
       ["without exp", await as.mint({ ...good, exp: undefined }), /exp claim is missing/],
+      [
+        "a logout token",
+        await as.mint(good, undefined, { typ: "logout+jwt" }),
+        /typed .logout\+jwt., not an access token/,
+      ],
+      ["an ID token typed so", await as.mint(good, undefined, { typ: "id_token+jwt" }), /not an access token/],
       ["a sub that is not one word", await as.mint({ ...good, sub: "build bot" }), /sub is not a principal/],
       ["not a JWT", "wdn_not-a-known-token", /neither in this server's tokens file nor a signed JWT/],
     ];
@@ -379,6 +399,31 @@ describe(`serve --http with an authorization server that cannot be used (${runti
     } finally {
       await server.stop();
       await liar.close();
+      dir.remove();
+    }
+  });
+
+  it("takes a token without kid while the key set holds two keys of its kind (a rotation)", async () => {
+    const rotating = await startAuthorizationServer(undefined, true);
+    const dir = tempDir("warden-oauth-rotation-");
+    const resource = "http://127.0.0.1:8790/mcp";
+    const server = await startHttp(["--authorization-server", rotating.issuer, "--resource", resource], {
+      WARDEN_LEDGER: path.join(dir.dir, "ledger"),
+    });
+    try {
+      for (const signer of [undefined, rotating.second]) {
+        const token = await rotating.mint({ sub: "rotated", aud: resource }, signer, { kid: undefined, typ: "JWT" });
+        const answer = await raw(server.port, { headers: { authorization: `Bearer ${token}` }, body: LIST });
+        assert.equal(answer.status, 200, answer.body);
+      }
+      const stranger = await signingKey("key-1");
+      const token = await rotating.mint({ sub: "x", aud: resource }, stranger, { kid: undefined });
+      const refused = await raw(server.port, { headers: { authorization: `Bearer ${token}` }, body: LIST });
+      assert.equal(refused.status, 401);
+      assert.match(challengeOf(refused).error_description, /signature does not verify/);
+    } finally {
+      await server.stop();
+      await rotating.close();
       dir.remove();
     }
   });

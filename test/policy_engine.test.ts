@@ -290,6 +290,17 @@ describe(`the policy engine, when it does not decide (${runtimeName})`, () => {
     // Answers by path: a hang, an undefined document, a result that is no decision, HTML.
     odd = createServer((req, res) => {
       if (req.url === "/hang") return;
+      if (req.url === "/huge") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write(`{"result": {"allow": true, "reasons": ["${"x".repeat(1 << 20)}`);
+        return void res.end('"]}}');
+      }
+      if (req.url === "/surrogates") {
+        // A lone surrogate, and a reason whose 500th character is the first half of a pair: JSON holds both.
+        const reasons = ["\\ud800", "a".repeat(499) + "\\ud83d\\ude00"];
+        return void res.writeHead(200, { "content-type": "application/json" })
+          .end(`{"result": {"allow": false, "reasons": ["${reasons.join('", "')}"]}}`);
+      }
       const body = req.url === "/undefined"
         ? "{}"
         : req.url === "/strange"
@@ -315,6 +326,7 @@ describe(`the policy engine, when it does not decide (${runtimeName})`, () => {
       [`${oddUrl}/undefined`, "2s", /not a decision .*an undefined document answers \{\}/],
       [`${oddUrl}/strange`, "2s", /not a decision/],
       [`${oddUrl}/html`, "2s", /not JSON/],
+      [`${oddUrl}/huge`, "2s", /answer is over 65536 bytes/],
     ];
     for (const [url, timeout, why] of cases) {
       const ledger = path.join(dir.dir, `ledger-${cases.findIndex((c) => c[0] === url)}`);
@@ -337,6 +349,29 @@ describe(`the policy engine, when it does not decide (${runtimeName})`, () => {
       assert.equal(decision.allow, false, url);
       assert.match(String(decision.failure), why, url);
     }
+  });
+
+  it("takes reasons that are not well-formed text, cut between characters, and the ledger stays whole", async () => {
+    const ledger = path.join(dir.dir, "ledger-surrogates");
+    const session = await connect({
+      env: { WARDEN_TOOLS_DIR: fixtureToolsDir, WARDEN_LEDGER: ledger },
+      args: ["--policy-url", `${oddUrl}/surrogates`],
+    });
+    let result: Result;
+    try {
+      result = await session.client.callTool({ name: "fixture_echo", arguments: { text: "x" } });
+      // The server lives on: a second call is answered too.
+      await session.client.callTool({ name: "fixture_echo", arguments: { text: "y" } });
+    } finally {
+      await session.close();
+    }
+    assert.equal(result.structuredContent.error_code, "policy_denied");
+    assert.deepEqual(result.structuredContent.reasons, ["\ufffd", "a".repeat(499)]);
+    assert.ok(await eventually(() => ledgerRows(ledger).filter((row) => row.kind === "call").length === 2, 5000));
+    const decision = ledgerRows(ledger).find((row) => row.kind === "decision")!;
+    assert.deepEqual(decision.reasons, ["\ufffd", "a".repeat(499)]);
+    const { stdout } = await runWarden(["ledger", "verify", "--json", "--ledger", ledger]);
+    assert.equal(JSON.parse(stdout).status, "intact", stdout);
   });
 
   it("refuses a --policy-url or --policy-timeout it cannot use", async () => {

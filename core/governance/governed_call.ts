@@ -59,28 +59,32 @@ export function governedCall(
       policyMs: decision.latencyMs,
     });
     if (!decision.allow) return governed(tool, args, options, started, argsHash, engineRefusal(tool, decision));
+    // The project the engine allowed is the one the tool reads, whatever the roots become meanwhile (--client-roots).
+    const decided = projectId === null ? args : { ...(args as Record<string, unknown>), [PROJECT_ARGUMENT]: projectId };
     // The projects the tool may show (host_context lists them) are those the engine shows this principal.
-    const visibleProjects = (ids: readonly string[]) =>
-      Promise.all(ids.map((id) =>
-        askPolicy(engine, {
-          action: "projects/list",
-          tool: null,
-          risk: null,
-          plugin: null,
-          principal: policy.principal,
-          project_id: id,
-          args_sha256: null,
-          transport: options.host.transport,
-        })
-      )).then((decisions) => ids.filter((_, i) => decisions[i].allow));
-    return governed(
-      tool,
-      args,
-      { ...options, host: withVisibleProjects(options.host, visibleProjects) },
-      started,
-      argsHash,
-      null,
-    );
+    const visibleProjects = async (ids: readonly string[]) => {
+      const shown: string[] = [];
+      // A few at a time: a question waiting for a connection would spend its --policy-timeout waiting.
+      for (let i = 0; i < ids.length; i += PROJECT_QUESTIONS_AT_ONCE) {
+        const batch = ids.slice(i, i + PROJECT_QUESTIONS_AT_ONCE);
+        const decisions = await Promise.all(batch.map((id) =>
+          askPolicy(engine, {
+            action: "projects/list",
+            tool: null,
+            risk: null,
+            plugin: null,
+            principal: policy.principal,
+            project_id: id,
+            args_sha256: null,
+            transport: options.host.transport,
+          })
+        ));
+        shown.push(...batch.filter((_, j) => decisions[j].allow));
+      }
+      return shown;
+    };
+    const host = withVisibleProjects(options.host, visibleProjects);
+    return governed(tool, decided, { ...options, host }, started, argsHash, null);
   });
 }
 
@@ -90,6 +94,9 @@ function withVisibleProjects(host: HostFacts, visibleProjects: HostFacts["visibl
 }
 
 type GovernedCallOptions = CallOptions & { readonly policy: Policy; readonly ledger: Ledger };
+
+/** How many projects/list questions are in flight at once for host_context. */
+const PROJECT_QUESTIONS_AT_ONCE = 8;
 
 /** The project a call reads, as runTool will settle it; null for a tool that reads none or a call it will refuse. */
 function projectOf(tool: CatalogEntry, args: unknown, options: GovernedCallOptions): string | null {

@@ -399,7 +399,18 @@ export class Ledger {
     // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
     if (this.#broken) return Promise.resolve(this.#broken);
     this.#next();
-    this.#queue.push(new QueuedDecision(entry));
+    // Its texts come from the engine, which may send anything JSON holds, lone UTF-16 surrogates included: canonical
+    // JSON (RFC 8785) has no form for those.
+    const text = <T extends string | null>(value: T): T => (value === null ? value : value.toWellFormed() as T);
+    this.#queue.push(
+      new QueuedDecision({
+        ...entry,
+        principal: text(entry.principal),
+        projectId: text(entry.projectId),
+        reasons: entry.reasons.map(text),
+        failure: text(entry.failure),
+      }),
+    );
     return this.#schedule();
   }
 
@@ -539,8 +550,16 @@ export class Ledger {
     // The rows of one append were all ready in one turn: they share its time.
     const time = this.#now();
     let seq = this.#seq - rows.length;
-    let lines = this.#line(rows[0], ++seq, time);
-    for (let i = 1; i < rows.length; i++) lines += "\n" + this.#line(rows[i], ++seq, time);
+    let lines: string;
+    try {
+      lines = this.#line(rows[0], ++seq, time);
+      for (let i = 1; i < rows.length; i++) lines += "\n" + this.#line(rows[i], ++seq, time);
+    } catch (error) {
+      // A row that cannot be written as JSON (the entries are made so that none is): the chain cannot skip its seq.
+      return this.#fail(
+        `a call ledger row could not be made (${messageOf(error).split("\n")[0]}); later calls are not recorded either`,
+      );
+    }
     try {
       this.#file ??= this.#open();
       this.#file.append(text + lines + "\n");

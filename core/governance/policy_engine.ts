@@ -40,6 +40,14 @@ const MAX_REASON_CHARS = 500;
 /** The most of an answer read: a decision is a few hundred bytes. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
+/** A reason well formed whatever the engine sent (a lone surrogate), cut to MAX_REASON_CHARS between characters. */
+function cutReason(text: string): string {
+  const whole = text.toWellFormed();
+  if (whole.length <= MAX_REASON_CHARS) return whole;
+  const end = /[\uD800-\uDBFF]/.test(whole[MAX_REASON_CHARS - 1]) ? MAX_REASON_CHARS - 1 : MAX_REASON_CHARS;
+  return whole.slice(0, end);
+}
+
 /**
  * The decision of a `result`: `true` or `false`, or an object with a boolean `allow` and, optionally, `reasons` (a
  * list of strings) or `reason` (one), or a `deny` set of messages (which denies when not empty). Null when it is none
@@ -61,7 +69,7 @@ export function decisionOf(result: unknown): { allow: boolean; reasons: string[]
   const one = texts(reason);
   const denials = texts(deny);
   if (given === null || one === null || denials === null) return null;
-  const all = [...given, ...one, ...denials].slice(0, MAX_REASONS).map((text) => text.slice(0, MAX_REASON_CHARS));
+  const all = [...given, ...one, ...denials].slice(0, MAX_REASONS).map(cutReason);
   if (typeof allow === "boolean") return { allow: allow && denials.length === 0, reasons: all };
   if (deny !== undefined) return { allow: denials.length === 0, reasons: all };
   return null;
@@ -84,11 +92,21 @@ async function post(url: URL, body: string, timeoutMs: number): Promise<{ status
       signal: AbortSignal.timeout(timeoutMs),
       redirect: "manual",
     });
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    return {
-      status: response.status,
-      text: bytes.byteLength > MAX_ANSWER_BYTES ? null : new TextDecoder().decode(bytes),
-    };
+    // Read up to the cap, and no further: an answer that goes on is cut off, not held.
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    const reader = response.body?.getReader();
+    while (reader) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_ANSWER_BYTES) {
+        await reader.cancel().catch(() => {});
+        return { status: response.status, text: null };
+      }
+      chunks.push(value);
+    }
+    return { status: response.status, text: new TextDecoder().decode(concatBytes(chunks, size)) };
   }
   const secure = url.protocol === "https:";
   const http = secure ? await import("node:https") : await import("node:http");
@@ -106,7 +124,10 @@ async function post(url: URL, body: string, timeoutMs: number): Promise<{ status
       let size = 0;
       response.on("data", (chunk: Uint8Array) => {
         size += chunk.byteLength;
-        if (size <= MAX_ANSWER_BYTES) chunks.push(chunk);
+        if (size <= MAX_ANSWER_BYTES) return void chunks.push(chunk);
+        // An answer that goes on is cut off, not read.
+        resolve({ status: response.statusCode ?? 0, text: null });
+        response.destroy();
       });
       response.on("end", () =>
         resolve({

@@ -4,7 +4,7 @@
 // this resource (`--resource`), unexpired, and carrying `--required-scope`. The token's `sub` is the principal. The
 // authorization server is asked for its metadata (RFC 8414) and keys on the first such token, never at start-up: a
 // server that is down refuses those tokens (503) and nothing else.
-import type { JWTVerifyGetKey } from "jose";
+import type { JWTVerifyGetKey, JWTVerifyOptions, JWTVerifyResult } from "jose";
 import type { AuthorizationSettings } from "../config.ts";
 import { messageOf } from "../errors.ts";
 import { log } from "../log.ts";
@@ -196,29 +196,26 @@ export function tokenVerifier(settings: AuthorizationSettings): (token: string) 
   return async (token) => {
     if (!COMPACT_JWS.test(token)) return invalid("the token is neither in this server's tokens file nor a signed JWT");
     if (performance.now() - failedAt < RETRY_AFTER_MS) return unavailable(lastFailure);
+    let getKey: JWTVerifyGetKey;
     try {
-      const [{ jwtVerify }, getKey] = await Promise.all([import("jose"), keySet()]);
-      const { payload } = await jwtVerify(token, getKey, {
+      getKey = await keySet();
+    } catch (error) {
+      // No metadata, or metadata naming another issuer: found again no sooner than RETRY_AFTER_MS from now.
+      keys = null;
+      failedAt = performance.now();
+      lastFailure = messageOf(error).split("\n")[0].slice(0, 300);
+      log("warn", "oauth_keys_unavailable", { issuer: settings.issuer, error: lastFailure });
+      return unavailable(lastFailure);
+    }
+    let verified: JWTVerifyResult;
+    try {
+      verified = await verify(token, getKey, {
         issuer: settings.issuer,
         audience: settings.resource,
         algorithms: ALGORITHMS,
         clockTolerance: CLOCK_TOLERANCE_S,
         requiredClaims: ["exp", "sub"],
       });
-      if (typeof payload.sub !== "string" || !PRINCIPAL.test(payload.sub)) {
-        return invalid("the token's sub is not a principal warden can record (one word of at most 200 characters)");
-      }
-      const granted = grantedScopes(payload);
-      const missing = settings.requiredScopes.filter((scope) => !granted.has(scope));
-      if (missing.length > 0) {
-        return {
-          principal: null,
-          status: 403,
-          error: "insufficient_scope",
-          description: `the token lacks the scope ${missing.join(" ")}`,
-        };
-      }
-      return { principal: payload.sub };
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (code === "ERR_JWT_CLAIM_VALIDATION_FAILED") {
@@ -234,11 +231,53 @@ export function tokenVerifier(settings: AuthorizationSettings): (token: string) 
         );
       }
       if (typeof code === "string" && code in TOKEN_FAULTS) return invalid(TOKEN_FAULTS[code]);
-      keys = null;
-      failedAt = performance.now();
-      lastFailure = messageOf(error).split("\n")[0].slice(0, 300);
-      log("warn", "oauth_keys_unavailable", { issuer: settings.issuer, error: lastFailure });
-      return unavailable(lastFailure);
+      // The key set could not be fetched again (a key id not seen yet): this token cannot be checked now; the keys
+      // already held still check the others.
+      const why = messageOf(error).split("\n")[0].slice(0, 300);
+      log("warn", "oauth_keys_unavailable", { issuer: settings.issuer, error: why });
+      return unavailable(why);
     }
+    const { payload, protectedHeader } = verified;
+    const typ = protectedHeader.typ?.toLowerCase().replace(/^application\//, "");
+    if (typ !== undefined && typ !== "jwt" && typ !== "at+jwt") {
+      return invalid(`the token is typed ${JSON.stringify(protectedHeader.typ)}, not an access token (at+jwt)`);
+    }
+    if (typeof payload.sub !== "string" || !PRINCIPAL.test(payload.sub) || !payload.sub.isWellFormed()) {
+      return invalid("the token's sub is not a principal warden can record (one word of at most 200 characters)");
+    }
+    const granted = grantedScopes(payload);
+    const missing = settings.requiredScopes.filter((scope) => !granted.has(scope));
+    if (missing.length > 0) {
+      return {
+        principal: null,
+        status: 403,
+        error: "insufficient_scope",
+        description: `the token lacks the scope ${missing.join(" ")}`,
+      };
+    }
+    return { principal: payload.sub };
   };
+}
+
+/**
+ * jose's check, and where the key set holds several keys the token's header matches (no `kid`, during a rotation),
+ * each of them in turn: jose leaves that choice to its caller.
+ */
+async function verify(token: string, getKey: JWTVerifyGetKey, options: JWTVerifyOptions): Promise<JWTVerifyResult> {
+  const { jwtVerify } = await import("jose");
+  try {
+    return await jwtVerify(token, getKey, options);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== "ERR_JWKS_MULTIPLE_MATCHING_KEYS") throw error;
+    let last: unknown = error;
+    for await (const key of error as unknown as AsyncIterable<CryptoKey>) {
+      try {
+        return await jwtVerify(token, key, options);
+      } catch (failed) {
+        if ((failed as { code?: unknown }).code !== "ERR_JWS_SIGNATURE_VERIFICATION_FAILED") throw failed;
+        last = failed;
+      }
+    }
+    throw last;
+  }
 }
