@@ -383,6 +383,33 @@ describe(`serve --http with an authorization server that cannot be used (${runti
     }
   });
 
+  it("answers within the request's deadline when the authorization server hangs", async () => {
+    const hanging = createServer(() => {});
+    await new Promise<void>((resolve) => hanging.listen(0, "127.0.0.1", resolve));
+    const issuer = `http://127.0.0.1:${(hanging.address() as { port: number }).port}`;
+    const dir = tempDir("warden-oauth-hang-");
+    const resource = "http://127.0.0.1:8790/mcp";
+    const server = await startHttp(
+      ["--authorization-server", issuer, "--resource", resource, "--request-timeout", "1s"],
+      { WARDEN_LEDGER: path.join(dir.dir, "ledger") },
+    );
+    try {
+      const stranger = await signingKey("key-1");
+      const token = await new SignJWT({ sub: "x", aud: resource, iss: issuer, exp: Math.floor(Date.now() / 1000) + 60 })
+        .setProtectedHeader({ alg: "ES256", kid: "key-1" }).sign(stranger.privateKey);
+      const started = performance.now();
+      const answer = await raw(server.port, { headers: { authorization: `Bearer ${token}` }, body: LIST });
+      assert.equal(answer.status, 503);
+      assert.match(JSON.parse(answer.body).error.message, /did not answer within 1000 ms/);
+      assert.ok(performance.now() - started < 4000, `${Math.round(performance.now() - started)} ms`);
+    } finally {
+      await server.stop();
+      hanging.closeAllConnections();
+      hanging.close();
+      dir.remove();
+    }
+  });
+
   it("refuses the tokens of an authorization server whose metadata names another issuer (mix-up)", async () => {
     const liar = await startAuthorizationServer("https://id.example.com");
     const dir = tempDir("warden-oauth-mixup-");

@@ -9,7 +9,7 @@ import { type HttpSettings, isLoopback } from "../config.ts";
 import { problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
 import { platform } from "../platform/mod.ts";
-import { metadataPaths, metadataUrl, protectedResourceMetadata, tokenVerifier } from "./oauth.ts";
+import { metadataPaths, metadataUrl, protectedResourceMetadata, type TokenVerdict, tokenVerifier } from "./oauth.ts";
 import { principalOfToken, type TokenEntry } from "./tokens.ts";
 
 /** How long a stop waits, once every answer is out, for the connections to close. */
@@ -306,7 +306,21 @@ export async function startHttpFront(options: HttpFrontOptions): Promise<HttpFro
           { ...cors, "www-authenticate": challenge({ code: "invalid_token", description }) },
         );
       } else {
-        const verdict = await verifyToken(token);
+        // Bounded by the request's own deadline: a first token waits for the authorization server's metadata and keys.
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const verdict = await Promise.race([
+          verifyToken(token),
+          new Promise<TokenVerdict>((resolve) =>
+            timer = setTimeout(() =>
+              resolve({
+                principal: null,
+                status: 503,
+                error: null,
+                description:
+                  `the authorization server did not answer within ${settings.requestTimeoutMs} ms; retry later`,
+              }), settings.requestTimeoutMs)
+          ),
+        ]).finally(() => clearTimeout(timer));
         if (verdict.principal === null) {
           const { status, error, description } = verdict;
           return refuse(
