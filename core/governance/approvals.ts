@@ -1,0 +1,119 @@
+// Approvals of check runs that must not run on an agent's say-so (issue 19): what a plan is, its digest, and who may
+// approve it. A plan fixes everything a run depends on (the project, the group and its filters, the repository's HEAD
+// commit and tree, the bytes of its check manifest) and a random request id, so that no two requests share a digest
+// and an approval of one never covers another. An approver signs the digest's text with an SSH key in the approvers'
+// allowed_signers file, in a namespace of its own: `warden approve` or `ssh-keygen -Y sign -n warden-approval-v1`.
+// Such a signature is checked later, offline, from the digest and the signature alone (and the file of who may).
+import { canonicalJson } from "../canonical_json.ts";
+import { problem, WardenError } from "../errors.ts";
+import { type AllowedSigner, checkSigner } from "../plugins/trust/allowed_signers.ts";
+import { parseSignature, type SshPublicKey, verifySignature } from "../plugins/trust/sshsig.ts";
+import { sha256Hex } from "../sha256.ts";
+
+/** The SSH signature namespace of approvals: a plugin or manifest signature is never one. */
+export const APPROVAL_NAMESPACE = "warden-approval-v1";
+
+const REQUEST_ID = /^req_[0-9a-f]{32}$/;
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const GIT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/** What a run of checks depends on, fixed when it is requested. */
+export interface Plan {
+  /** Random, `req_` and 32 hex digits: no two plans share a digest. */
+  readonly request_id: string;
+  readonly project_id: string;
+  /** The check group (`repo`, `default`…). */
+  readonly group: string;
+  /** The run's scope as run_checks takes it (base, paths, checks), canonical JSON values only. */
+  readonly filters: Readonly<Record<string, unknown>>;
+  /** The repository's HEAD commit and its tree, as git names them (SHA-1 or SHA-256). */
+  readonly head: string;
+  readonly tree: string;
+  /** `sha256:<hex>` of the check manifest's bytes, or null for a group that has none. */
+  readonly manifest_sha256: string | null;
+  /** Who asked: the caller's principal, or null. */
+  readonly requested_by: string | null;
+}
+
+/** A new request id. */
+export function newRequestId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return "req_" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Why `plan` is not one (a field and what it should be), or null. */
+function planProblem(plan: Plan): string | null {
+  if (!REQUEST_ID.test(plan.request_id)) return "request_id: expected req_ and 32 lowercase hex digits";
+  if (typeof plan.project_id !== "string" || plan.project_id === "") return "project_id: expected a project id";
+  if (typeof plan.group !== "string" || plan.group === "") return "group: expected a check group";
+  if (!GIT_ID.test(plan.head)) return "head: expected a git commit id";
+  if (!GIT_ID.test(plan.tree)) return "tree: expected a git tree id";
+  if (plan.manifest_sha256 !== null && !DIGEST.test(plan.manifest_sha256)) {
+    return "manifest_sha256: expected sha256:<64 hex digits> or null";
+  }
+  return null;
+}
+
+/** `sha256:<hex>` of the plan's canonical JSON (RFC 8785): what an approver signs, and what every step echoes. */
+export function planDigest(plan: Plan): string {
+  const why = planProblem(plan);
+  if (why !== null) throw new WardenError("invalid_arguments", problem("Invalid plan", why));
+  return "sha256:" + sha256Hex(canonicalJson(plan));
+}
+
+/** The bytes an approver signs: the digest's text. */
+export function approvalMessage(digest: string): Uint8Array {
+  return new TextEncoder().encode(digest);
+}
+
+/** Who approved, by the approvers' allowed_signers file, and with which key. */
+export interface Approver {
+  readonly principal: string;
+  /** The key's `SHA256:…` fingerprint, as `ssh-keygen -l` prints it. */
+  readonly fingerprint: string;
+}
+
+/**
+ * The approver of `digest` by `armored` (an SSHSIG, as `ssh-keygen -Y sign` writes it), when its key is in
+ * `signers` for APPROVAL_NAMESPACE at `now` and not in `revoked`. Throws `invalid_signature`, saying why, otherwise:
+ * a signature of another digest (plan substitution), of another namespace, or by a key that is not an approver's.
+ */
+export async function verifyApproval(
+  digest: string,
+  armored: string,
+  signers: readonly AllowedSigner[],
+  revoked: readonly SshPublicKey[],
+  now: Date,
+): Promise<Approver> {
+  if (!DIGEST.test(digest)) {
+    throw new WardenError("invalid_arguments", problem("Invalid plan_digest", "expected sha256:<64 hex digits>"));
+  }
+  const signature = await parseSignature(armored);
+  const refused = (why: string, fix: string) =>
+    new WardenError("invalid_signature", problem("The approval is refused", why, fix));
+  const checked = await verifySignature(signature, approvalMessage(digest), APPROVAL_NAMESPACE);
+  if (!checked.ok) {
+    throw checked.reason === "wrong-namespace"
+      ? refused(
+        `the signature is in namespace "${signature.namespace}", not "${APPROVAL_NAMESPACE}"`,
+        `sign with: ssh-keygen -Y sign -n ${APPROVAL_NAMESPACE} -f <key>`,
+      )
+      : refused(
+        "the signature is not of this plan_digest (another plan's, or altered)",
+        "sign the plan_digest checks_request answered, exactly as it is",
+      );
+  }
+  const decision = checkSigner(signers, revoked, signature.publicKey, APPROVAL_NAMESPACE, now);
+  if (decision.status !== "trusted") {
+    throw refused(
+      {
+        revoked: "the signing key is revoked",
+        "unknown-signer": "the signing key is not an approver's (it is not in the approvers' allowed_signers file)",
+        "key-expired": "the approver's key is not valid now (its valid-after or valid-before)",
+        "wrong-namespace": `the approver's key may not sign in namespace "${APPROVAL_NAMESPACE}"`,
+      }[decision.status],
+      "have an approver sign it, with a key the operator lists for approvals",
+    );
+  }
+  return { principal: decision.principal, fingerprint: signature.publicKey.fingerprint };
+}

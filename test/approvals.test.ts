@@ -1,0 +1,148 @@
+// Approvals' foundation (core/governance/approvals.ts): a plan's digest, and an approval as an SSH signature over it
+// in its own namespace, made with the real ssh-keygen (and with warden's own signer) and checked against an approvers'
+// allowed_signers file: the right one names its approver; another plan's, another namespace's, a stranger's, a revoked
+// or expired key's are each refused, saying why.
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import {
+  APPROVAL_NAMESPACE,
+  approvalMessage,
+  newRequestId,
+  type Plan,
+  planDigest,
+  verifyApproval,
+} from "../core/governance/approvals.ts";
+import { parseAllowedSigners, parseRevokedKeys } from "../core/plugins/trust/allowed_signers.ts";
+import { parsePrivateKey, signMessage } from "../core/plugins/trust/sshsig.ts";
+import { runtimeName, sshKeygen, tempDir } from "./helpers.ts";
+
+const PLAN: Plan = {
+  request_id: "req_" + "a".repeat(32),
+  project_id: "web",
+  group: "repo",
+  filters: { base: "main", paths: ["src/**"] },
+  head: "1".repeat(40),
+  tree: "2".repeat(40),
+  manifest_sha256: "sha256:" + "3".repeat(64),
+  requested_by: "agent@example.com",
+};
+
+describe(`approvals: plan digests and approvers' signatures (${runtimeName})`, () => {
+  const dir = tempDir("warden-approvals-");
+  const key = (name: string) => path.join(dir.dir, name);
+  const publicKey = (name: string) => readFileSync(key(name) + ".pub", "utf8").trim();
+  /** ssh-keygen's signature of `text` with key `name` in `namespace`. */
+  const sign = (name: string, text: string, namespace = APPROVAL_NAMESPACE) => {
+    // A file of its own each time: ssh-keygen does not write over an existing signature file.
+    const file = path.join(dir.dir, `message-${++signed}`);
+    writeFileSync(file, text);
+    sshKeygen("-Y", "sign", "-q", "-n", namespace, "-f", key(name), file);
+    return readFileSync(file + ".sig", "utf8");
+  };
+  let signed = 0;
+  let signers: Awaited<ReturnType<typeof parseAllowedSigners>>;
+  before(async () => {
+    for (const name of ["carol", "mallory", "dave", "erin"]) {
+      sshKeygen("-q", "-t", "ed25519", "-N", "", "-C", name, "-f", key(name));
+    }
+    signers = await parseAllowedSigners(
+      [
+        `carol@example.com namespaces="${APPROVAL_NAMESPACE}" ${publicKey("carol")}`,
+        `dave@example.com namespaces="warden-plugin-v1" ${publicKey("dave")}`,
+        `erin@example.com namespaces="${APPROVAL_NAMESPACE}",valid-before="20200101Z" ${publicKey("erin")}`,
+      ].join("\n"),
+      "approvers",
+    );
+  });
+  after(() => dir.remove());
+
+  it("digests a plan as its canonical JSON, and every field moves it", () => {
+    const digest = planDigest(PLAN);
+    assert.match(digest, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(planDigest({ ...PLAN, filters: { paths: ["src/**"], base: "main" } }), digest, "key order is not");
+    for (
+      const changed of [
+        { request_id: newRequestId() },
+        { project_id: "api" },
+        { group: "default" },
+        { filters: { base: "main" } },
+        { head: "4".repeat(40) },
+        { tree: "5".repeat(40) },
+        { manifest_sha256: null },
+        { requested_by: null },
+      ]
+    ) {
+      assert.notEqual(planDigest({ ...PLAN, ...changed }), digest, JSON.stringify(changed));
+    }
+    assert.match(newRequestId(), /^req_[0-9a-f]{32}$/);
+    assert.notEqual(newRequestId(), newRequestId());
+    assert.throws(() => planDigest({ ...PLAN, head: "HEAD" }), /Invalid plan: head: expected a git commit id/);
+    assert.throws(() => planDigest({ ...PLAN, request_id: "req_1" }), /request_id: expected req_ and 32/);
+  });
+
+  it("names the approver of a signature made with ssh-keygen -Y sign, and of one made by warden's signer", async () => {
+    const digest = planDigest(PLAN);
+    const now = new Date();
+    const approved = await verifyApproval(digest, sign("carol", digest), signers, [], now);
+    assert.equal(approved.principal, "carol@example.com");
+    assert.match(approved.fingerprint, /^SHA256:/);
+    const own = await signMessage(
+      await parsePrivateKey(readFileSync(key("carol"), "utf8")),
+      approvalMessage(digest),
+      APPROVAL_NAMESPACE,
+    );
+    assert.equal((await verifyApproval(digest, own, signers, [], now)).principal, "carol@example.com");
+  });
+
+  it("refuses another plan's signature, another namespace's, a stranger's, a revoked, an expired key's", async () => {
+    const digest = planDigest(PLAN);
+    const other = planDigest({ ...PLAN, head: "9".repeat(40) });
+    const now = new Date();
+    const revoked = await parseRevokedKeys(publicKey("carol"), "revoked");
+    const refusals: [string, () => Promise<unknown>, RegExp][] = [
+      [
+        "plan substitution",
+        () => verifyApproval(digest, sign("carol", other), signers, [], now),
+        /not of this plan_digest/,
+      ],
+      [
+        "a plugin signature",
+        () => verifyApproval(digest, sign("carol", digest, "warden-plugin-v1"), signers, [], now),
+        /namespace "warden-plugin-v1", not "warden-approval-v1".*ssh-keygen -Y sign -n warden-approval-v1/,
+      ],
+      [
+        "a stranger",
+        () => verifyApproval(digest, sign("mallory", digest), signers, [], now),
+        /not an approver's \(it is not in the approvers' allowed_signers file\)/,
+      ],
+      [
+        "a key only for plugins",
+        () => verifyApproval(digest, sign("dave", digest), signers, [], now),
+        /may not sign in namespace "warden-approval-v1"/,
+      ],
+      ["an expired key", () => verifyApproval(digest, sign("erin", digest), signers, [], now), /not valid now/],
+      [
+        "a revoked key",
+        () =>
+          verifyApproval(
+            digest,
+            sign("carol", digest),
+            signers,
+            revoked,
+            now,
+          ),
+        /the signing key is revoked/,
+      ],
+      ["not a signature", () => verifyApproval(digest, "approved!", signers, [], now), /signature/i],
+    ];
+    for (const [what, attempt, why] of refusals) {
+      await assert.rejects(attempt(), (error: Error & { code?: string }) => {
+        assert.match(error.message, why, what);
+        assert.ok(["invalid_signature", "invalid_key"].includes(error.code ?? ""), `${what}: ${error.code}`);
+        return true;
+      }, what);
+    }
+  });
+});
