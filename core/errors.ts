@@ -26,6 +26,7 @@ export type ErrorCode =
   | "capability_denied"
   | "policy_denied"
   | "policy_unavailable"
+  | "approval_refused"
   | "risk_class_disabled";
 
 /** An error whose message is meant for the person or agent that caused it. */

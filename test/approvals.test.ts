@@ -14,6 +14,8 @@ import {
   planDigest,
   verifyApproval,
 } from "../core/governance/approvals.ts";
+import { ApprovalDesk } from "../core/governance/approval_desk.ts";
+import { initPlatform } from "../core/platform/mod.ts";
 import { parseAllowedSigners, parseRevokedKeys } from "../core/plugins/trust/allowed_signers.ts";
 import { parsePrivateKey, signMessage } from "../core/plugins/trust/sshsig.ts";
 import { runtimeName, sshKeygen, tempDir } from "./helpers.ts";
@@ -144,5 +146,100 @@ describe(`approvals: plan digests and approvers' signatures (${runtimeName})`, (
         return true;
       }, what);
     }
+  });
+});
+
+describe(`approvals: the desk, request by request (${runtimeName})`, () => {
+  const dir = tempDir("warden-approval-desk-");
+  before(() => initPlatform());
+  after(() => dir.remove());
+  const plan = (requested_by: string | null = "agent@example.com"): Plan => ({
+    ...PLAN,
+    request_id: newRequestId(),
+    requested_by,
+  });
+  const carol = { principal: "carol@example.com", via: "principal" as const, fingerprint: null, signature: null };
+  const HEAD = PLAN.head;
+  const MOVED = "7".repeat(40);
+
+  it("files a request pending, approves it once, submits it once, and a new desk reads it back", async () => {
+    const desk = new ApprovalDesk(dir.dir);
+    const request = await desk.open(plan());
+    assert.equal(request.state, "pending_approval");
+    assert.equal(request.plan_digest, planDigest(request.plan));
+    const id = request.plan.request_id;
+    const approved = await desk.decide(id, request.plan_digest, "approve", carol, HEAD);
+    assert.deepEqual([approved.state, approved.decider?.principal], ["approved", "carol@example.com"]);
+    let started = 0;
+    const start = () => Promise.resolve(`job_${String(++started).padStart(32, "0")}`);
+    // Two submits at once, and one after: one job.
+    const [a, b] = await Promise.all([
+      desk.submit(id, request.plan_digest, HEAD, start),
+      desk.submit(id, request.plan_digest, HEAD, start),
+    ]);
+    const again = await new ApprovalDesk(dir.dir).submit(id, request.plan_digest, HEAD, start);
+    assert.equal(started, 1, "the job was started once");
+    assert.deepEqual([a.job_id, b.job_id, again.job_id], [a.job_id, a.job_id, a.job_id]);
+    assert.equal((await new ApprovalDesk(dir.dir).get(id)).state, "submitted", "it survives a restart");
+  });
+
+  it("refuses a wrong digest, a requester approving itself, a moved HEAD, a second decision, an unapproved submit", async () => {
+    const desk = new ApprovalDesk(dir.dir);
+    const refusal = async (attempt: () => Promise<unknown>, why: RegExp) =>
+      await assert.rejects(attempt, (error: Error & { code?: string }) => {
+        assert.equal(error.code, "approval_refused", error.message);
+        assert.match(error.message, why);
+        return true;
+      });
+    const one = await desk.open(plan());
+    const id = one.plan.request_id;
+    const other = planDigest({ ...one.plan, head: MOVED });
+    await refusal(
+      () => desk.decide(id, other, "approve", carol, HEAD),
+      /is not this request's plan \(plan substitution\)/,
+    );
+    await refusal(
+      () => desk.decide(id, one.plan_digest, "approve", { ...carol, principal: "agent@example.com" }, HEAD),
+      /agent@example\.com requested it, and may not approve its own request/,
+    );
+    await refusal(
+      () => desk.submit(id, one.plan_digest, HEAD, () => Promise.resolve("x")),
+      /it is pending_approval, not approved/,
+    );
+    await refusal(() => desk.decide(id, one.plan_digest, "approve", carol, MOVED), /HEAD moved .*the plan is stale/);
+    assert.equal((await desk.get(id)).state, "stale");
+    await refusal(() => desk.decide(id, one.plan_digest, "approve", carol, HEAD), /it is stale, not pending_approval/);
+    // A signature by an approver's key may approve even the requester's own request.
+    const own = await desk.open(plan("carol@example.com"));
+    const signed = {
+      ...carol,
+      via: "signature" as const,
+      fingerprint: "SHA256:x",
+      signature: "-----BEGIN SSH SIGNATURE-----",
+    };
+    assert.equal((await desk.decide(own.plan.request_id, own.plan_digest, "approve", signed, HEAD)).state, "approved");
+    await refusal(() => desk.decide(own.plan.request_id, own.plan_digest, "reject", carol, HEAD), /it is approved/);
+    // Moved between approval and submit.
+    await refusal(
+      () => desk.submit(own.plan.request_id, own.plan_digest, MOVED, () => Promise.resolve("x")),
+      /moved since it was approved/,
+    );
+    const rejected = await desk.open(plan());
+    assert.equal(
+      (await desk.decide(rejected.plan.request_id, rejected.plan_digest, "reject", carol, HEAD)).state,
+      "rejected",
+    );
+    const cancelled = await desk.open(plan());
+    assert.equal((await desk.cancel(cancelled.plan.request_id, cancelled.plan_digest)).state, "cancelled");
+    await assert.rejects(desk.get(newRequestId()), /No approval request/);
+    await assert.rejects(desk.get("../../etc/passwd"), /Invalid request_id/);
+  });
+
+  it("refuses a request file whose plan was edited by hand", async () => {
+    const desk = new ApprovalDesk(dir.dir);
+    const request = await desk.open(plan());
+    const file = path.join(dir.dir, `${request.plan.request_id}.json`);
+    writeFileSync(file, readFileSync(file, "utf8").replace(`"group": "repo"`, `"group": "default"`));
+    await assert.rejects(desk.get(request.plan.request_id), /was altered: its plan no longer has its digest/);
   });
 });
