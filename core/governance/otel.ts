@@ -1,8 +1,9 @@
 // OpenTelemetry for warden, loaded only when WARDEN_OTEL_ENABLED=1 (core/governance/telemetry.ts decides): a span per
 // tools/call and three metrics, exported over OTLP/HTTP (JSON) in the background by the OpenTelemetry SDK, which
 // reads the standard OTEL_* variables (endpoint, headers, timeout, sampler, batch delays). It imports nothing of
-// warden's core: the node build makes it a file of its own (dist/vendor/otel.js) that a server without telemetry never
-// reads, and what it needs of the core (the log) is handed to it.
+// warden's core at run time (types only): the node build makes it a file of its own (dist/vendor/otel.js) that a
+// server without telemetry never reads, and what it needs of the core (the log) is handed to it. The types of what a
+// call tells telemetry live here, so that core/governance/telemetry.ts, which loads this module, imports from it alone.
 import {
   type Attributes,
   defaultTextMapGetter,
@@ -19,7 +20,43 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import type { CallSpanFacts, Telemetry, TelemetryStart } from "./telemetry.ts";
+import type { TelemetrySettings } from "../config.ts";
+import type { RiskClass } from "../tool.ts";
+
+/** What a tools/call's span and metrics are made of. */
+export interface CallSpanFacts {
+  readonly tool: string;
+  readonly risk: RiskClass;
+  readonly requestId: string | number | null;
+  readonly protocolVersion: string;
+  readonly transport: "stdio" | "http";
+  /** The W3C trace context the request's `_meta` carried, if any. */
+  readonly traceparent: string | null;
+  readonly tracestate: string | null;
+}
+
+/** How a call ended, for its span's status and the metrics. */
+export interface CallOutcome {
+  /** The result's error code (`warden/error_code`), null for an answer. */
+  readonly errorCode: string | null;
+  /** Whether the policy refused it before the tool ran. */
+  readonly denied: boolean;
+}
+
+export interface Telemetry {
+  /** Begins a call's span; the function it returns ends it. */
+  callStarted(facts: CallSpanFacts): (outcome: CallOutcome) => void;
+  /** Exports what is pending, for at most `timeoutMs`; what is not out by then is dropped (and logged). */
+  shutdown(timeoutMs: number): Promise<void>;
+}
+
+/** What the SDK is started with. */
+export interface TelemetryStart extends TelemetrySettings {
+  readonly serviceVersion: string;
+  readonly instanceId: string;
+  /** warden's log (core/log.ts), handed in: this module imports nothing of the core at run time. */
+  readonly log: (level: "warn" | "info" | "debug", event: string, fields: Record<string, unknown>) => void;
+}
 
 /** The seconds buckets of the call duration histogram, as the MCP semantic conventions advise. */
 const DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];

@@ -4,41 +4,9 @@
 // never an argument, a path, a project or a principal.
 import type { TelemetrySettings } from "../config.ts";
 import { log } from "../log.ts";
-import type { RiskClass } from "../tool.ts";
+import type { Telemetry } from "./otel.ts";
 
-/** What a tools/call's span and metrics are made of. */
-export interface CallSpanFacts {
-  readonly tool: string;
-  readonly risk: RiskClass;
-  readonly requestId: string | number | null;
-  readonly protocolVersion: string;
-  readonly transport: "stdio" | "http";
-  /** The W3C trace context the request's `_meta` carried, if any. */
-  readonly traceparent: string | null;
-  readonly tracestate: string | null;
-}
-
-/** How a call ended, for its span's status and the metrics. */
-export interface CallOutcome {
-  /** The result's error code (`warden/error_code`), null for an answer. */
-  readonly errorCode: string | null;
-  /** Whether the policy refused it before the tool ran. */
-  readonly denied: boolean;
-}
-
-export interface Telemetry {
-  /** Begins a call's span; the function it returns ends it. */
-  callStarted(facts: CallSpanFacts): (outcome: CallOutcome) => void;
-  /** Exports what is pending, for at most `timeoutMs`; what is not out by then is dropped (and logged). */
-  shutdown(timeoutMs: number): Promise<void>;
-}
-
-/** What the SDK is started with. */
-export interface TelemetryStart extends TelemetrySettings {
-  readonly serviceVersion: string;
-  readonly instanceId: string;
-  readonly log: typeof log;
-}
+export type { CallOutcome, CallSpanFacts, Telemetry } from "./otel.ts";
 
 /** How long a stopping server waits for its telemetry to be exported. */
 export const TELEMETRY_SHUTDOWN_MS = 5000;
