@@ -104,6 +104,15 @@ export function resolveProject(ids: readonly string[], asked: unknown, selection
   return ids[0];
 }
 
+/** resolveProject for one call: its `project_id`, its request's header, its host's --strict-project-selection. */
+export function projectOfCall(
+  ids: readonly string[],
+  asked: unknown,
+  call: { readonly host: { readonly strictProjectSelection: boolean }; readonly projectHeader?: string | null },
+): string {
+  return resolveProject(ids, asked, { strict: call.host.strictProjectSelection, header: call.projectHeader ?? null });
+}
+
 /** A root as an MCP client lists it (`roots/list`). */
 export interface ClientRoot {
   readonly uri: string;

@@ -9,7 +9,7 @@ import { type ContextParts, createContext, notesOf } from "../context.ts";
 import { forgetDeadline, type PendingCall, stopWatched, watchDeadline } from "./deadlines.ts";
 import { messageOf, problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
-import { PROJECT_ARGUMENT, readsProject, resolveProject } from "./projects.ts";
+import { PROJECT_ARGUMENT, projectOfCall, readsProject } from "./projects.ts";
 
 /** What the host supplies for one call besides the arguments. */
 export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "deadline"> {
@@ -60,10 +60,7 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
   if (readsProject(tool)) {
     let project: string;
     try {
-      project = resolveProject(options.fs.rootIds, input[PROJECT_ARGUMENT], {
-        strict: options.host.strictProjectSelection,
-        header: options.projectHeader ?? null,
-      });
+      project = projectOfCall(options.fs.rootIds, input[PROJECT_ARGUMENT], options);
     } catch (error) {
       return failure(tool, error);
     }

@@ -9,7 +9,7 @@ import type { HostFacts, RecordedSignals, SignalRecord } from "../tool.ts";
 import { type Ledger, signalProblem } from "./ledger.ts";
 import { decide, type Policy, type Refusal } from "./policy.ts";
 import { askPolicy, type PolicyDecision } from "./policy_engine.ts";
-import { PROJECT_ARGUMENT, readsProject, resolveProject } from "../call/projects.ts";
+import { PROJECT_ARGUMENT, projectOfCall, readsProject } from "../call/projects.ts";
 
 function withLedgerWarning(result: CallResult, error: string): CallResult {
   return {
@@ -102,10 +102,11 @@ const PROJECT_QUESTIONS_AT_ONCE = 8;
 function projectOf(tool: CatalogEntry, args: unknown, options: GovernedCallOptions): string | null {
   if (!readsProject(tool)) return null;
   try {
-    return resolveProject(options.fs.rootIds, (args as Record<string, unknown> | undefined)?.[PROJECT_ARGUMENT], {
-      strict: options.host.strictProjectSelection,
-      header: options.projectHeader ?? null,
-    });
+    return projectOfCall(
+      options.fs.rootIds,
+      (args as Record<string, unknown> | undefined)?.[PROJECT_ARGUMENT],
+      options,
+    );
   } catch {
     return null;
   }

@@ -4,7 +4,7 @@
 // `--policy-timeout`, an HTTP error, an answer that is not a decision. The input says who calls which tool in which
 // project, with the sha256 of the arguments, never the arguments.
 import type { Agent } from "node:http";
-import { concatBytes } from "../bytes.ts";
+import { boundedBody, concatBytes } from "../bytes.ts";
 import type { PolicyEngineSettings } from "../config.ts";
 import { messageOf } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
@@ -93,20 +93,8 @@ async function post(url: URL, body: string, timeoutMs: number): Promise<{ status
       redirect: "manual",
     });
     // Read up to the cap, and no further: an answer that goes on is cut off, not held.
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    const reader = response.body?.getReader();
-    while (reader) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_ANSWER_BYTES) {
-        await reader.cancel().catch(() => {});
-        return { status: response.status, text: null };
-      }
-      chunks.push(value);
-    }
-    return { status: response.status, text: new TextDecoder().decode(concatBytes(chunks, size)) };
+    const bytes = await boundedBody(response, MAX_ANSWER_BYTES);
+    return { status: response.status, text: bytes === null ? null : new TextDecoder().decode(bytes) };
   }
   const secure = url.protocol === "https:";
   const http = secure ? await import("node:https") : await import("node:http");

@@ -4,7 +4,7 @@
 // names the principal), the method, the body's size and JSON, the principal's
 // share of the server, and a deadline. A refusal says what was wrong and how
 // to fix it, and costs the server nothing but the answer.
-import { concatBytes } from "../bytes.ts";
+import { boundedBody } from "../bytes.ts";
 import { type HttpSettings, isLoopback } from "../config.ts";
 import { problem, WardenError } from "../errors.ts";
 import { log } from "../log.ts";
@@ -84,27 +84,6 @@ function corsHeaders(origin: string, methods = "POST, OPTIONS"): Record<string, 
 
 function timeoutMessage(ms: number): string {
   return `the request took longer than ${ms} ms (--request-timeout); its calls were cancelled`;
-}
-
-/** The body, read up to `max` bytes; null when it is larger (what was read is dropped, the rest is not read). */
-async function boundedBody(request: Request, max: number): Promise<Uint8Array | null> {
-  const declared = Number(request.headers.get("content-length") ?? NaN);
-  if (declared > max) return null;
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(value);
-  }
-  return concatBytes(chunks, size);
 }
 
 /** The ids of the requests in a JSON-RPC message or batch. */
