@@ -35,8 +35,10 @@ test("parseConfig: path defaults under the user's directories and the first root
     ledgerDir: "--ledger",
     jobsDir: "WARDEN_JOBS_DIR",
     tokensFile: "user config",
+    approversSignersFile: "user config",
   });
   assert.equal(config.tokensFile, "/home/a/.config/warden/tokens");
+  assert.equal(config.approversSignersFile, "/home/a/.config/warden/approvers_allowed_signers");
   assert.equal(config.ledgerDir, "/var/ledger");
   assert.equal(config.jobsDir, "/var/jobs");
   const named = parseConfig(["--project-dir", "shared"], envOf({ HOME: "/h" }), "linux").config;

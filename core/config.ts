@@ -171,6 +171,27 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
       "A check that runs the repository's own code (`typescript/tsc`, `lint/eslint`, `repo/<id>`) which run_checks may run where no isolation is in force, instead of skipping it with gate ERROR; its result says it ran unisolated. Repeat the flag or separate names with `,`.",
   },
   {
+    flag: "--require-approval <group>",
+    env: "WARDEN_REQUIRE_APPROVAL",
+    default: "none",
+    description:
+      "A run_checks group (`typescript`, `lint`, `hygiene`, `repo`, `default`) that runs only as an approved plan (checks_request, checks_approve by an approver, checks_submit), never on an agent's say-so; `default` then needs approval too. Repeat the flag or separate groups with `,`.",
+  },
+  {
+    flag: "--approvers <principal>",
+    env: "WARDEN_APPROVERS",
+    default: "none",
+    description:
+      "An HTTP principal (a token's, or an access token's `sub`) who may approve or reject a plan with checks_approve, never their own request. Repeat the flag or separate principals with `,`.",
+  },
+  {
+    flag: "--approvers-signers <file>",
+    env: "WARDEN_APPROVERS_SIGNERS",
+    default: "<user config>/approvers_allowed_signers",
+    description:
+      "An OpenSSH allowed_signers file of the keys whose signature over a plan_digest (namespace `warden-approval-v1`, made with `warden approve`) approves it, on any transport; keys in --revoked-keys are refused (a missing file trusts nobody).",
+  },
+  {
     flag: "--http",
     env: "WARDEN_HTTP",
     default: "off (stdio)",
@@ -292,6 +313,7 @@ export const PATH_SETTINGS = Object.freeze(
     ledgerDir: "--ledger",
     jobsDir: "--jobs-dir",
     tokensFile: "--tokens",
+    approversSignersFile: "--approvers-signers",
   } as const,
 );
 export type PathSetting = keyof typeof PATH_SETTINGS;
@@ -338,6 +360,12 @@ export interface Config {
   readonly jobTimeoutMs: number;
   /** Checks run_checks may run without isolation, by name (`--allow-unisolated`). */
   readonly allowUnisolated: readonly string[];
+  /** The run_checks groups that run only as approved plans (`--require-approval`). */
+  readonly requireApproval: readonly string[];
+  /** The HTTP principals who may approve plans (`--approvers`). */
+  readonly approvers: readonly string[];
+  /** The approvers' allowed_signers file (`--approvers-signers`). */
+  readonly approversSignersFile: string;
   /** The bearer tokens file (`--tokens`): token hashes and their principals. */
   readonly tokensFile: string;
   readonly http: HttpSettings;
@@ -664,6 +692,49 @@ function parseCheckNames(source: string, values: readonly string[]): readonly st
   return Object.freeze([...new Set(names)]);
 }
 
+/**
+ * A path setting a command can do without (the approvers' file): null when its default is under a user directory that
+ * cannot be placed (no HOME), instead of the error reading it throws.
+ */
+export function optionalPath(config: Config, key: "approversSignersFile"): string | null {
+  try {
+    return config[key];
+  } catch {
+    return null;
+  }
+}
+
+/** The run_checks groups `--require-approval` may name (tools/lib/checks/request.ts's GROUPS). */
+const APPROVAL_GROUPS = ["default", "typescript", "lint", "hygiene", "repo"];
+
+function parseGroupName(source: string, text: string): string {
+  if (!APPROVAL_GROUPS.includes(text)) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${source}`,
+        `expected run_checks groups (${APPROVAL_GROUPS.join(", ")}) separated by commas, received ${received(text)}`,
+        "for example --require-approval repo",
+      ),
+    );
+  }
+  return text;
+}
+
+/** A principal as --principal and the tokens file take one: one word. */
+function parsePrincipalName(source: string, text: string): string {
+  if (!/^\S{1,200}$/.test(text)) {
+    throw new WardenError(
+      "config_invalid",
+      problem(
+        `Invalid ${source}`,
+        `expected principals, one word each, separated by commas, received ${received(text)}`,
+      ),
+    );
+  }
+  return text;
+}
+
 /** Options left after the shared settings are taken out: the command's own. */
 export interface ParsedArgs {
   readonly config: Config;
@@ -691,6 +762,9 @@ const VALUE_FLAGS = [
   "--job-retention",
   "--job-timeout",
   "--allow-unisolated",
+  "--require-approval",
+  "--approvers",
+  "--approvers-signers",
   "--host",
   "--port",
   "--tokens",
@@ -971,6 +1045,13 @@ export function parseConfig(
     ledgerDir: file("ledgerDir", "WARDEN_LEDGER", "user state", dirs.state, "ledger"),
     jobsDir: file("jobsDir", "WARDEN_JOBS_DIR", "user state", dirs.state, "jobs"),
     tokensFile: file("tokensFile", "WARDEN_TOKENS", "user config", dirs.config, "tokens"),
+    approversSignersFile: file(
+      "approversSignersFile",
+      "WARDEN_APPROVERS_SIGNERS",
+      "user config",
+      dirs.config,
+      "approvers_allowed_signers",
+    ),
     acceptedProjectsFile: typeof dirs.state === "string" ? path.join(dirs.state, "accepted_projects.json") : dirs.state,
   };
   const config = {
@@ -995,6 +1076,8 @@ export function parseConfig(
       })
       : 600_000,
     allowUnisolated,
+    requireApproval: list("--require-approval", "WARDEN_REQUIRE_APPROVAL", parseGroupName),
+    approvers: list("--approvers", "WARDEN_APPROVERS", parsePrincipalName),
     http,
     policyEngine: policyEngineSettings(),
     telemetry: telemetrySettings(env, toggle("", "WARDEN_OTEL_ENABLED")),

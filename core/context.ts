@@ -9,6 +9,7 @@ import type { JobReport } from "./jobs/reports.ts";
 import type { CheckManifestTrust, ManifestDoor } from "./doors/manifests.ts";
 import { fetchFor, type FetchRequest, type FetchResult, writeFile } from "./doors/egress.ts";
 import type {
+  ApprovedRun,
   ClientLogLevel,
   ContextByRisk,
   ExternalContext,
@@ -43,6 +44,10 @@ export interface ContextParts {
   readonly report?: JobReport;
   /** Answers gate tools whether a repository's check manifest may run; absent where the host offers none. */
   readonly manifests?: ManifestDoor;
+  /** The approved plan a submitted run runs as (core/governance/approval_tools.ts); absent for every other call. */
+  readonly approval?: ApprovedRun;
+  /** The caller's principal, for the core's own tools (principalOf); never on a tool's context. */
+  readonly principal?: string | null;
 }
 
 /** A tool's file door: read, and write checked against its class and its declared roots. */
@@ -158,6 +163,15 @@ class CallContext implements GateContext, ExternalContext {
     (this.#notes ??= []).push(text);
   }
 
+  get approval(): ApprovedRun | null {
+    return this.#parts.approval ?? null;
+  }
+
+  /** The caller's principal of `ctx` (see principalOf). */
+  static principalOf(ctx: ToolContext): string | null {
+    return ctx instanceof CallContext ? ctx.#parts.principal ?? null : null;
+  }
+
   /** The notes of `ctx` (see notesOf). */
   static notesOf(ctx: ToolContext): readonly string[] {
     return (ctx instanceof CallContext ? ctx.#notes : undefined) ?? [];
@@ -242,6 +256,14 @@ class CallContext implements GateContext, ExternalContext {
  */
 export function createContext<R extends RiskClass>(_risk: R, parts: ContextParts): ContextByRisk[R] {
   return new CallContext(parts);
+}
+
+/**
+ * Who called, for the core's own tools (the approval tools: who requests, who approves): the call's principal, or null.
+ * Not a property of the context, so that no tool file or plugin learns it.
+ */
+export function principalOf(ctx: ToolContext): string | null {
+  return CallContext.principalOf(ctx);
 }
 
 /** The notes a tool added to its result through `ctx.note`, in order. */

@@ -27,6 +27,7 @@ export type ErrorCode =
   | "policy_denied"
   | "policy_unavailable"
   | "approval_refused"
+  | "approval_required"
   | "risk_class_disabled";
 
 /** An error whose message is meant for the person or agent that caused it. */

@@ -74,6 +74,17 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
       ),
     );
   }
+  if (tool.planState !== undefined && (typeof tool.planState !== "function" || tool.job !== true)) {
+    problems.push(
+      problem(
+        file,
+        typeof tool.planState !== "function" ? "planState is not a function" : "planState is only read of a job tool",
+        typeof tool.planState !== "function"
+          ? "make it async (args, ctx) => PlanState, or drop it"
+          : "add job: true, or drop planState",
+      ),
+    );
+  }
   const caps = tool.capabilities ?? {};
   for (const capability of CAPABILITY_NAMES) {
     const key = ruleOf(capability).toolKey;

@@ -5,7 +5,15 @@ import path from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { buildCatalog, builtinEntry, type Catalog } from "./catalog.ts";
 import type { CommandEnv } from "./cli.ts";
-import { type Config, hostAndPort, parseConfig, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
+import {
+  type Config,
+  hostAndPort,
+  optionalPath,
+  parseConfig,
+  PATH_SETTINGS,
+  type PathSetting,
+  SETTINGS,
+} from "./config.ts";
 import { messageOf, problem, received, WardenError } from "./errors.ts";
 import { loadTools } from "./loader.ts";
 import { hasPluginDirectories } from "./plugins/trust/presence.ts";
@@ -16,6 +24,7 @@ import { Spawner } from "./doors/spawn.ts";
 import { manifestDoor } from "./doors/manifests.ts";
 import { Ledger } from "./governance/ledger.ts";
 import type { JobQueue } from "./jobs/queue.ts";
+import type { ApprovalHost } from "./governance/approval_tools.ts";
 import type { JobHost } from "./jobs/tools.ts";
 import { policyOf } from "./governance/policy.ts";
 import { startTelemetry, type Telemetry, TELEMETRY_SHUTDOWN_MS } from "./governance/telemetry.ts";
@@ -65,7 +74,11 @@ Usage:
                                     files, and accepting them ("warden project help")
   warden doctor [--json]            each setting's path and where it came from, and
                                     what warden needs here; exit 1 on a problem
-  warden ledger verify [--json]     check the call ledger's hash chains
+  warden ledger verify [--json]     check the call ledger's hash chains and the
+                                    approvals it records
+  warden approve <request_id> --key <file> [--reject]
+                                    show a checks_request plan and sign its
+                                    plan_digest as an approver (for checks_approve)
   warden init [--client claude|cursor|vscode|codex] [--runtime node|deno]
               [--project <dir>] [--print] [--force]
                                     register warden with this project's agent
@@ -92,6 +105,7 @@ const SHELL_COMMANDS = [
   "plugin",
   "checks",
   "ledger",
+  "approve",
   "init",
   "project",
   "doctor",
@@ -170,6 +184,7 @@ const DEFAULT_NAMES: Readonly<Record<PathSetting, string>> = Object.freeze({
   ledgerDir: "ledger",
   jobsDir: "jobs",
   tokensFile: "tokens",
+  approversSignersFile: "approvers_allowed_signers",
 });
 
 /** This process among replicas and restarts (host_context): random, made once. */
@@ -225,6 +240,7 @@ function hostFacts(
     programs: Object.freeze(Object.fromEntries([...spawner.programs()].map(([name, found]) => [name, found !== null]))),
     gateIsolation: () => spawner.isolation(),
     allowUnisolated,
+    requireApproval: config.requireApproval,
     confinement,
     settings: Object.freeze(settings),
   });
@@ -288,7 +304,18 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   if (command === "ledger") {
     const { ledgerCommand } = await import("./governance/ledger_command.ts");
-    return await ledgerCommand(config.ledgerDir, args);
+    // Without the approvers' file (or a user config directory to find it in), approvals are checked from their
+    // signatures alone.
+    const signersFile = optionalPath(config, "approversSignersFile");
+    return await ledgerCommand(
+      config.ledgerDir,
+      args,
+      signersFile === null ? null : { signersFile, revokedKeysFile: config.revokedKeysFile },
+    );
+  }
+  if (command === "approve") {
+    const { approveCommand } = await import("./governance/approve_command.ts");
+    return await approveCommand(config.jobsDir, args);
   }
   if (command === "project") {
     const { projectCommand } = await import("./plugins/authoring/project_cli.ts");
@@ -325,12 +352,21 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === "plugin") {
     const { pluginCommand } = await import("./plugins/authoring/cli.ts");
     // A tool served as a job also takes the names of its two job tools.
-    const builtinNames = async () =>
-      new Set(
+    const builtinNames = async () => {
+      const { APPROVAL_TOOL_NAMES } = await import("./governance/approval_tools.ts");
+      return new Set(
         (await loadTools(dir.url, dir.extensions)).flatMap(({ tool }) =>
-          tool.job === true ? [tool.name, `${tool.name}_start`, `${tool.name}_result`] : [tool.name]
+          tool.job === true
+            ? [
+              tool.name,
+              `${tool.name}_start`,
+              `${tool.name}_result`,
+              ...(tool.planState ? APPROVAL_TOOL_NAMES : []),
+            ]
+            : [tool.name]
         ),
       );
+    };
     return await pluginCommand(config, platform().fromFileUrl(appRoot), args, builtinNames);
   }
   if (command === "serve") {
@@ -367,13 +403,21 @@ async function main(argv: readonly string[]): Promise<number> {
   // Built-in tools and plugins are read side by side; plugins learn the
   // built-in names (for name clashes) only when they need them.
   // A tool declared as a job is served with its two job tools (core/jobs/tools.ts), attached to the queue below.
+  // The tool whose runs may need approval (run_checks) is served with the approval tools
+  // (core/governance/approval_tools.ts), attached with the queue.
   let jobHost: JobHost | undefined;
+  let approvalHost: ApprovalHost | undefined;
   const builtinsLoading = loadTools(dir.url, dir.extensions).then(async (loaded) => {
     const asJobs = loaded.filter(({ tool }) => tool.job === true);
     if (asJobs.length === 0) return loaded.map(builtinEntry);
     const { JobHost, jobTools } = await import("./jobs/tools.ts");
     const host = jobHost = new JobHost();
-    return [...loaded, ...asJobs.flatMap((job) => jobTools(job, host))].map(builtinEntry);
+    const approved = asJobs.filter(({ tool }) => tool.planState !== undefined);
+    const approvalTools = approved.length === 0 ? [] : await import("./governance/approval_tools.ts").then((module) => {
+      const approvals = approvalHost = new module.ApprovalHost();
+      return approved.flatMap((run) => module.approvalTools(run, host, approvals));
+    });
+    return [...loaded, ...asJobs.flatMap((job) => jobTools(job, host)), ...approvalTools].map(builtinEntry);
   });
   builtinsLoading.catch(() => {});
   // The plugin code of the host (signatures, manifests, sandbox) loads only when there are plugins.
@@ -482,6 +526,14 @@ async function main(argv: readonly string[]): Promise<number> {
         { policy, ledger, fs, host: facts, spawner, manifests, timeoutMs: config.jobTimeoutMs },
         catalog.tools,
       );
+      if (approvalHost) {
+        const { ApprovalDesk } = await import("./governance/approval_desk.ts");
+        approvalHost.attach(new ApprovalDesk(path.join(config.jobsDir, "approvals")), host, ledger, {
+          approvers: config.approvers,
+          signersFile: optionalPath(config, "approversSignersFile"),
+          revokedKeysFile: config.revokedKeysFile,
+        });
+      }
       jobs = queue;
       // After the jobs answer: old reports go while the server serves.
       queue.tidy().catch((error) => log("warn", "jobs_tidy_failed", { error: messageOf(error) }));

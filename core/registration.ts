@@ -3,7 +3,7 @@
 // at startup, checked against what the runtime grants, and printed by the
 // startup line and `warden command`.
 import type { Catalog } from "./catalog.ts";
-import { type Config, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
+import { type Config, optionalPath, PATH_SETTINGS, type PathSetting, SETTINGS } from "./config.ts";
 import { USER_DIR_VARIABLES } from "./platform/user_dirs.ts";
 import { denoPermissionFlags, nodePermissionFlags, type PermissionNeeds, permissionNeeds } from "./confinement.ts";
 import { problem, received, WardenError } from "./errors.ts";
@@ -169,6 +169,7 @@ export async function needsOf(
     trustFiles: [
       config.allowedSignersFile,
       config.revokedKeysFile,
+      ...[optionalPath(config, "approversSignersFile")].filter((file) => file !== null),
       config.lockFile,
       ...(config.sources.projectDir === "project" ? [] : [config.projectDir]),
       ...acceptedProjects(config),

@@ -6,6 +6,7 @@ import type { SpawnIsolation, SpawnRequest, SpawnResult } from "./doors/spawn.ts
 import type { FetchRequest, FetchResult, WriteResult } from "./doors/egress.ts";
 import type { Confinement } from "./platform/confinement.ts";
 import type { CheckManifestTrust } from "./doors/manifest_status.ts";
+import type { Plan, PlanState } from "./governance/approvals.ts";
 
 /**
  * What a tool may touch. Which capabilities each class holds is the table in core/capabilities.ts; the classes are not
@@ -107,6 +108,8 @@ export interface HostFacts {
    * (`typescript/tsc`, `repo/<id>`): a gate tool runs them there, and says so, instead of refusing them.
    */
   readonly allowUnisolated: readonly string[];
+  /** The run_checks groups the operator runs only as approved plans (`--require-approval`). */
+  readonly requireApproval: readonly string[];
   /** Whether the runtime itself holds this process to what it needs (see core/confinement.ts). */
   readonly confinement: Confinement;
   /**
@@ -179,6 +182,18 @@ export interface GateContext extends ReadContext {
    * only way a tool learns what they say. Answers why not, with the fix, when it may not.
    */
   checkManifest(root: string, manifest: Uint8Array, signature: Uint8Array | null): Promise<CheckManifestTrust>;
+  /**
+   * The approved plan this run was submitted as (checks_submit), or null for every other call: a run that needs
+   * approval runs only as one, and only while the repository is what its plan says (core/governance/approvals.ts).
+   */
+  readonly approval: ApprovedRun | null;
+}
+
+/** A run submitted as an approved plan: the request, its digest and the plan. */
+export interface ApprovedRun {
+  readonly requestId: string;
+  readonly planDigest: string;
+  readonly plan: Plan;
 }
 
 /** The file door of an external-side-effect tool: read, and write under its declared roots. */
@@ -269,6 +284,12 @@ export interface ToolSpec<R extends RiskClass, I extends InputSchema, O extends 
    * that fails later. Throws a WardenError to refuse.
    */
   readonly precheck?: (args: HandlerArgs<I>, ctx: ContextByRisk[R]) => Promise<void>;
+  /**
+   * For the job tool whose runs may need approval (run_checks, core/governance/approval_tools.ts): what a run with
+   * `args` depends on in its project's repository now. checks_request binds a plan to it, every later step reads it
+   * again, and a plan whose state moved is stale.
+   */
+  readonly planState?: (args: HandlerArgs<I>, ctx: ContextByRisk[R]) => Promise<PlanState>;
   readonly handler: (args: HandlerArgs<I>, ctx: ContextByRisk[R]) => Promise<ToolReturn<O>> | ToolReturn<O>;
 }
 
@@ -286,6 +307,7 @@ export interface Tool {
   readonly capabilities?: ToolCapabilities;
   readonly job?: boolean;
   readonly precheck?: (args: never, ctx: never) => Promise<void>;
+  readonly planState?: (args: never, ctx: never) => Promise<PlanState>;
   // The handler's argument types are erased here; the host validates
   // arguments against `input` before it calls, which restores them.
   readonly handler: (args: never, ctx: never) => unknown;

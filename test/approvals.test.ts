@@ -27,6 +27,7 @@ const PLAN: Plan = {
   filters: { base: "main", paths: ["src/**"] },
   head: "1".repeat(40),
   tree: "2".repeat(40),
+  worktree: "sha256:" + "6".repeat(64),
   manifest_sha256: "sha256:" + "3".repeat(64),
   requested_by: "agent@example.com",
 };
@@ -72,6 +73,7 @@ describe(`approvals: plan digests and approvers' signatures (${runtimeName})`, (
         { filters: { base: "main" } },
         { head: "4".repeat(40) },
         { tree: "5".repeat(40) },
+        { worktree: "sha256:" + "8".repeat(64) },
         { manifest_sha256: null },
         { requested_by: null },
       ]
@@ -159,8 +161,8 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
     requested_by,
   });
   const carol = { principal: "carol@example.com", via: "principal" as const, fingerprint: null, signature: null };
-  const HEAD = PLAN.head;
-  const MOVED = "7".repeat(40);
+  const HEAD = { head: PLAN.head, tree: PLAN.tree, worktree: PLAN.worktree, manifest_sha256: PLAN.manifest_sha256 };
+  const MOVED = { ...HEAD, head: "7".repeat(40) };
 
   it("files a request pending, approves it once, submits it once, and a new desk reads it back", async () => {
     const desk = new ApprovalDesk(dir.dir);
@@ -179,7 +181,11 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
     ]);
     const again = await new ApprovalDesk(dir.dir).submit(id, request.plan_digest, HEAD, start);
     assert.equal(started, 1, "the job was started once");
-    assert.deepEqual([a.job_id, b.job_id, again.job_id], [a.job_id, a.job_id, a.job_id]);
+    assert.deepEqual(
+      [a.request.job_id, b.request.job_id, again.request.job_id],
+      [a.request.job_id, a.request.job_id, a.request.job_id],
+    );
+    assert.deepEqual([a.resubmitted, b.resubmitted, again.resubmitted], [false, true, true]);
     assert.equal((await new ApprovalDesk(dir.dir).get(id)).state, "submitted", "it survives a restart");
   });
 
@@ -193,7 +199,7 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
       });
     const one = await desk.open(plan());
     const id = one.plan.request_id;
-    const other = planDigest({ ...one.plan, head: MOVED });
+    const other = planDigest({ ...one.plan, head: MOVED.head });
     await refusal(
       () => desk.decide(id, other, "approve", carol, HEAD),
       /is not this request's plan \(plan substitution\)/,
@@ -206,7 +212,10 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
       () => desk.submit(id, one.plan_digest, HEAD, () => Promise.resolve("x")),
       /it is pending_approval, not approved/,
     );
-    await refusal(() => desk.decide(id, one.plan_digest, "approve", carol, MOVED), /HEAD moved .*the plan is stale/);
+    await refusal(
+      () => desk.decide(id, one.plan_digest, "approve", carol, MOVED),
+      /the plan is stale: the repository's HEAD \(111111111111 → 777777777777\)/,
+    );
     assert.equal((await desk.get(id)).state, "stale");
     await refusal(() => desk.decide(id, one.plan_digest, "approve", carol, HEAD), /it is stale, not pending_approval/);
     // A signature by an approver's key may approve even the requester's own request.
@@ -222,7 +231,7 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
     // Moved between approval and submit.
     await refusal(
       () => desk.submit(own.plan.request_id, own.plan_digest, MOVED, () => Promise.resolve("x")),
-      /moved since it was approved/,
+      /the plan is stale: the repository's HEAD/,
     );
     const rejected = await desk.open(plan());
     assert.equal(
@@ -230,7 +239,16 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
       "rejected",
     );
     const cancelled = await desk.open(plan());
-    assert.equal((await desk.cancel(cancelled.plan.request_id, cancelled.plan_digest)).state, "cancelled");
+    const stopped: string[] = [];
+    assert.equal(
+      (await desk.cancel(cancelled.plan.request_id, cancelled.plan_digest, (job) => stopped.push(job))).state,
+      "cancelled",
+    );
+    assert.deepEqual(stopped, [], "a request not submitted has no job to stop");
+    await refusal(
+      () => desk.cancel(cancelled.plan.request_id, cancelled.plan_digest, () => {}),
+      /it is cancelled already/,
+    );
     await assert.rejects(desk.get(newRequestId()), /No approval request/);
     await assert.rejects(desk.get("../../etc/passwd"), /Invalid request_id/);
   });

@@ -14,19 +14,25 @@ describe(`cli (${runtimeName})`, () => {
     const lines = stdout.trimEnd().split("\n");
     assert.match(lines[0], /^NAME\s+RISK\s+DESCRIPTION$/);
     assert.match(lines[1], /^change_summary\s+gate\s+Summarises the changes in a root's git working tree .*\.$/);
-    assert.match(lines[2], /^code_about\s+read\s+Describes one JavaScript or TypeScript module of a root: .*\.$/);
+    assert.match(lines[2], /^checks_approve\s+gate\s+An approver's decision on a pending plan\.$/);
     assert.match(
-      lines[6],
+      lines[4],
+      /^checks_request\s+gate\s+Asks for a run_checks run that must not happen on an agent's say-so .*\.$/,
+    );
+    assert.match(lines[5], /^checks_status\s+read\s+Answers for a request checks_request made, .*\.$/);
+    assert.match(lines[7], /^code_about\s+read\s+Describes one JavaScript or TypeScript module of a root: .*\.$/);
+    assert.match(
+      lines[11],
       /^extension_list\s+read\s+Lists every plugin directory, the user's and the project's \(\.warden\/plugins\/\), with its id, .*\.$/,
     );
-    assert.match(lines[7], /^host_context\s+read\s+Describes this warden server: .*\.$/);
+    assert.match(lines[12], /^host_context\s+read\s+Describes this warden server: .*\.$/);
     assert.match(
-      lines[8],
+      lines[13],
       /^run_checks\s+gate\s+Runs a check group over a root's change before you ship it and answers PASS, FAIL or ERROR: .*\.$/,
     );
-    assert.match(lines[9], /^run_checks_result\s+read\s+Answers for a job run_checks_start began: .*\.$/);
-    assert.match(lines[10], /^run_checks_start\s+gate\s+Starts run_checks as a job and answers at once .*\.$/);
-    assert.match(lines[11], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
+    assert.match(lines[14], /^run_checks_result\s+read\s+Answers for a job run_checks_start began: .*\.$/);
+    assert.match(lines[15], /^run_checks_start\s+gate\s+Starts run_checks as a job and answers at once .*\.$/);
+    assert.match(lines[16], /^tech_debt_check\s+read\s+Finds TODO, FIXME, HACK, XXX and STUB markers .*\.$/);
     assert.equal(stderr, "", "nothing on stderr for a clean run");
   });
 

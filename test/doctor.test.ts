@@ -226,7 +226,11 @@ describe(`host_context's settings (${runtimeName})`, () => {
       assert.deepEqual(settings["--project-dir"], { file: "<root default>/.warden", from: "project" });
       const text = (result.content as { text: string }[])[0].text;
       assert.ok(!text.includes(TEST_XDG.config) && !text.includes(repoRoot), "no host path");
-      assert.equal(Object.keys(settings).length, 8);
+      assert.deepEqual(settings["--approvers-signers"], {
+        file: "<user config>/approvers_allowed_signers",
+        from: "user config",
+      });
+      assert.equal(Object.keys(settings).length, 9);
     } finally {
       await session.close();
     }

@@ -142,7 +142,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       chain([anchor(), call({ kind: "audit" })]),
       2,
-      'not a ledger row (unknown kind "audit"; expected anchor, call, decision, intent, seal or signal)',
+      'not a ledger row (unknown kind "audit"; expected anchor, approval, call, decision, intent, seal or signal)',
     );
     add(
       chain([anchor(), call({ v: 4 })]),
@@ -200,7 +200,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       grouped([[anchor()], [call({ kind: "audit" })]], 3),
       2,
-      'not a ledger row (unknown kind "audit"; expected anchor, call, decision, intent, seal or signal)',
+      'not a ledger row (unknown kind "audit"; expected anchor, approval, call, decision, intent, seal or signal)',
     );
     add(
       replaced([anchor(), call()], 1, "null"),
@@ -210,7 +210,7 @@ describe(`warden ledger verify on damaged files (${runtimeName})`, () => {
     add(
       chain([anchor(), call({ kind: ["call"] })]),
       2,
-      'not a ledger row (unknown kind ["call"]; expected anchor, call, decision, intent, seal or signal)',
+      'not a ledger row (unknown kind ["call"]; expected anchor, approval, call, decision, intent, seal or signal)',
     );
     // The call closes the intent; a second call cannot close it again.
     add(

@@ -62,7 +62,7 @@ describe(`protocol (${runtimeName})`, () => {
       String((facts.server as { instanceId: string }).instanceId),
       /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/,
     );
-    assert.deepEqual(facts.toolsByRisk, { read: 8, gate: 3, "external-side-effect": 0 });
+    assert.deepEqual(facts.toolsByRisk, { read: 9, gate: 7, "external-side-effect": 0 });
     const text = (result.content as { text: string }[])[0].text;
     assert.deepEqual(JSON.parse(text), facts, "the text is the same JSON as structuredContent");
     assert.ok(!text.includes(process.cwd()), "no host path in the result");

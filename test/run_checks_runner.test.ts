@@ -54,7 +54,8 @@ async function gitGate(id: string, dir: string, programs: string[] = ["git"]): P
       programs: { git: true },
       gateIsolation: () => spawner.isolation(),
       allowUnisolated: [],
-    } as unknown as HostFacts, // The runner reads only these three.
+      requireApproval: [],
+    } as unknown as HostFacts, // The runner reads only these four.
     tool: { name: "run_checks", risk: "gate", capabilities: { spawn: programs, writeRoots: [], netHosts: [] } },
     deadline: Date.now() + 120_000,
     spawner,

@@ -26,6 +26,11 @@ export const tool = defineTool({
     const { precheckRun } = await import("./lib/checks/run.ts");
     await precheckRun(request, ctx);
   },
+  // What an approved plan of a run binds to (checks_request): the repository's HEAD, tree, changes and manifest.
+  planState: async (args, ctx) => {
+    const { readPlanState } = await import("./lib/checks/approval.ts");
+    return await readPlanState(ctx, args.project_id);
+  },
   handler: async (args, ctx) => {
     const { limit: _limit, cursor: _cursor, ...request } = args;
     // The runner (git, the code graph, warden's own checks) loads with the first run, not at startup.

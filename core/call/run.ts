@@ -12,7 +12,7 @@ import { log } from "../log.ts";
 import { PROJECT_ARGUMENT, projectOfCall, readsProject } from "./projects.ts";
 
 /** What the host supplies for one call besides the arguments. */
-export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "deadline"> {
+export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "deadline" | "principal"> {
   readonly timeoutMs: number;
   /** The client's cancellation, when it has one. */
   readonly signal?: AbortSignal;
@@ -20,6 +20,8 @@ export interface CallOptions extends Omit<ContextParts, "signal" | "tool" | "dea
   readonly job?: string;
   /** The X-MCP-Project header of the HTTP request the call came in, when it has one. */
   readonly projectHeader?: string | null;
+  /** The caller's policy (governed_call.ts): its principal is the core's own tools' to read (principalOf). */
+  readonly policy?: { readonly principal: string | null };
 }
 
 function failure(tool: CatalogEntry, error: unknown): CallResult {
@@ -95,6 +97,8 @@ export function runTool(tool: CatalogEntry, args: unknown, options: CallOptions)
       recordSignals: options.recordSignals,
       report: options.report,
       manifests: options.manifests,
+      approval: options.approval,
+      principal: options.policy?.principal ?? null,
       signal,
       tool: about,
       deadline,

@@ -1,12 +1,13 @@
 // The approval desk: the requests of plans that wait for, or have had, an approver's decision (approvals.ts), one file
 // each under the jobs directory, so that a restarted server answers for them. A request moves one way only:
-// pending_approval → approved or rejected (or stale, when the repository's HEAD moved before anyone decided);
-// approved → submitted, once, with the job it became; pending or approved → cancelled. Each step names the plan's
-// digest as the requester was given it: any other is refused as a plan substitution.
+// pending_approval → approved or rejected (or stale, when the repository moved before anyone decided);
+// approved → submitted, once, with the job it became (or stale, when it moved since); pending, approved or submitted
+// → cancelled (a submitted one's job with it). Each step names the plan's digest as the requester was given it: any
+// other is refused as a plan substitution.
 import path from "node:path";
 import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
-import { type Plan, planDigest } from "./approvals.ts";
+import { type Plan, planDigest, type PlanState, stateMoved } from "./approvals.ts";
 
 export type RequestState = "pending_approval" | "approved" | "rejected" | "stale" | "submitted" | "cancelled";
 
@@ -31,6 +32,9 @@ export interface ApprovalRequest {
   /** The job the approved plan became, once submitted. */
   readonly job_id: string | null;
 }
+
+/** Told of a request's new state once its file says it (a ledger row for each). */
+export type Settled = (request: ApprovalRequest) => Promise<void>;
 
 const REQUEST_FILE = /^req_[0-9a-f]{32}\.json$/;
 const MAX_REQUEST_BYTES = 1 << 20;
@@ -80,10 +84,10 @@ export class ApprovalDesk {
   }
 
   /** Files a new request for `plan`: pending, nothing runs. */
-  open(plan: Plan): Promise<ApprovalRequest> {
+  open(plan: Plan, settled: Settled = () => Promise.resolve()): Promise<ApprovalRequest> {
     const now = this.#now().toISOString();
-    return this.#serially(plan.request_id, () =>
-      this.#write({
+    return this.#serially(plan.request_id, async () => {
+      const opened = await this.#write({
         plan,
         plan_digest: planDigest(plan),
         state: "pending_approval",
@@ -91,7 +95,10 @@ export class ApprovalDesk {
         updated_at: now,
         decider: null,
         job_id: null,
-      }));
+      });
+      await settled(opened);
+      return opened;
+    });
   }
 
   /** The request `id`; `not_found` when this desk never filed it (or it was removed). */
@@ -128,15 +135,17 @@ export class ApprovalDesk {
   }
 
   /**
-   * Approves or rejects a pending request. `head` is the repository's HEAD now: a plan whose HEAD moved is stale
+   * Approves or rejects a pending request. `now` is what the repository is now: a plan whose state moved is stale
    * (and stays so). The requester may not decide its own request by principal; a signature by an approver's key may.
+   * `settled` is told of every change of state, a stale one too, before the request is answered or refused.
    */
   decide(
     id: string,
     digest: string,
     decision: "approve" | "reject",
     decider: Decider,
-    head: string,
+    now: PlanState,
+    settled: Settled = () => Promise.resolve(),
   ): Promise<ApprovalRequest> {
     return this.#serially(id, async () => {
       const request = await this.#named(id, digest);
@@ -151,59 +160,84 @@ export class ApprovalDesk {
         );
       }
       const updated_at = this.#now().toISOString();
-      if (head !== request.plan.head) {
-        await this.#write({ ...request, state: "stale", updated_at });
-        throw refused(
-          `Refused for request ${id}`,
-          `the repository's HEAD moved (${request.plan.head.slice(0, 12)} → ${head.slice(0, 12)}): the plan is stale`,
-          "request again for the new HEAD",
-        );
-      }
-      return await this.#write({
+      await this.#staleIf(request, now, settled, "request again for the repository as it is now");
+      const decided = await this.#write({
         ...request,
         state: decision === "approve" ? "approved" : "rejected",
         updated_at,
         decider,
       });
+      await settled(decided);
+      return decided;
     });
+  }
+
+  /** Marks `request` stale and refuses, when the repository is not what its plan says. */
+  async #staleIf(request: ApprovalRequest, now: PlanState, settled: Settled, fix: string): Promise<void> {
+    const moved = stateMoved(request.plan, now);
+    if (moved === null) return;
+    const stale = await this.#write({ ...request, state: "stale", updated_at: this.#now().toISOString() });
+    await settled(stale);
+    throw refused(
+      `Refused for request ${request.plan.request_id}`,
+      `the plan is stale: ${moved} since it was requested`,
+      fix,
+    );
   }
 
   /**
    * Submits an approved request: `start` makes its job, once. Submitting again answers the same job without running
-   * anything twice. `head` must still be the plan's.
+   * anything twice (`resubmitted` true). `now` must still be what the plan says.
    */
-  submit(id: string, digest: string, head: string, start: (plan: Plan) => Promise<string>): Promise<ApprovalRequest> {
+  submit(
+    id: string,
+    digest: string,
+    now: PlanState,
+    start: (request: ApprovalRequest) => Promise<string>,
+    settled: Settled = () => Promise.resolve(),
+  ): Promise<{ request: ApprovalRequest; resubmitted: boolean }> {
     return this.#serially(id, async () => {
       const request = await this.#named(id, digest);
-      if (request.state === "submitted") return request;
+      if (request.state === "submitted") return { request, resubmitted: true };
       if (request.state !== "approved") {
-        throw refused(`Refused for request ${id}`, `it is ${request.state}, not approved`, "have it approved first");
-      }
-      if (head !== request.plan.head) {
-        await this.#write({ ...request, state: "stale", updated_at: this.#now().toISOString() });
         throw refused(
           `Refused for request ${id}`,
-          "the repository's HEAD moved since it was approved: the plan is stale",
-          "request again for the new HEAD",
+          `it is ${request.state}, not approved`,
+          request.state === "pending_approval" ? "have an approver approve it first (checks_approve)" : "request again",
         );
       }
-      const job_id = await start(request.plan);
-      return await this.#write({ ...request, state: "submitted", updated_at: this.#now().toISOString(), job_id });
+      await this.#staleIf(request, now, settled, "request again, and have the new plan approved");
+      const job_id = await start(request);
+      const submitted = await this.#write({
+        ...request,
+        state: "submitted",
+        updated_at: this.#now().toISOString(),
+        job_id,
+      });
+      await settled(submitted);
+      return { request: submitted, resubmitted: false };
     });
   }
 
-  /** Cancels a request not yet submitted (a submitted one is cancelled as its job). */
-  cancel(id: string, digest: string): Promise<ApprovalRequest> {
+  /**
+   * Cancels a request that has not ended: pending, approved, or submitted (then `stopJob` cancels its job, and says
+   * whether it still ran).
+   */
+  cancel(
+    id: string,
+    digest: string,
+    stopJob: (jobId: string) => void,
+    settled: Settled = () => Promise.resolve(),
+  ): Promise<ApprovalRequest> {
     return this.#serially(id, async () => {
       const request = await this.#named(id, digest);
-      if (request.state !== "pending_approval" && request.state !== "approved") {
-        throw refused(
-          `Refused for request ${id}`,
-          `it is ${request.state}`,
-          request.state === "submitted" ? `cancel its job, ${request.job_id}` : "nothing to cancel",
-        );
+      if (!["pending_approval", "approved", "submitted"].includes(request.state)) {
+        throw refused(`Refused for request ${id}`, `it is ${request.state} already`, "nothing to cancel");
       }
-      return await this.#write({ ...request, state: "cancelled", updated_at: this.#now().toISOString() });
+      if (request.state === "submitted" && request.job_id !== null) stopJob(request.job_id);
+      const cancelled = await this.#write({ ...request, state: "cancelled", updated_at: this.#now().toISOString() });
+      await settled(cancelled);
+      return cancelled;
     });
   }
 }

@@ -17,8 +17,45 @@ const REQUEST_ID = /^req_[0-9a-f]{32}$/;
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 const GIT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
+/** The tool whose runs are approved: a plan's group and filters are its arguments. */
+export const APPROVED_TOOL = "run_checks";
+
+/**
+ * What a run depends on in the repository, read when it is requested and again before each step: the HEAD commit and
+ * its tree, the working tree's changes against HEAD, and the check manifest's bytes. A plan whose state differs now is
+ * stale.
+ */
+export interface PlanState {
+  /** The repository's HEAD commit and its tree, as git names them (SHA-1 or SHA-256). */
+  readonly head: string;
+  readonly tree: string;
+  /** `sha256:<hex>` of the working tree's changes against HEAD (tracked files' diff, untracked files' contents). */
+  readonly worktree: string;
+  /** `sha256:<hex>` of the check manifest's bytes, or null for a root that has none. */
+  readonly manifest_sha256: string | null;
+}
+
+/** The fields of a PlanState, in the order a difference is reported. */
+export const PLAN_STATE_FIELDS = ["head", "tree", "worktree", "manifest_sha256"] as const;
+
+/** What moved between `planned` and `now`, in words, or null when nothing did. */
+export function stateMoved(planned: PlanState, now: PlanState): string | null {
+  const short = (value: string | null) => value === null ? "none" : value.replace(/^sha256:/, "").slice(0, 12);
+  const moved = PLAN_STATE_FIELDS.filter((field) => planned[field] !== now[field]).map((field) =>
+    `${
+      {
+        head: "the repository's HEAD",
+        tree: "HEAD's tree",
+        worktree: "the working tree's changes",
+        manifest_sha256: "the check manifest",
+      }[field]
+    } (${short(planned[field])} → ${short(now[field])})`
+  );
+  return moved.length === 0 ? null : moved.join(", ");
+}
+
 /** What a run of checks depends on, fixed when it is requested. */
-export interface Plan {
+export interface Plan extends PlanState {
   /** Random, `req_` and 32 hex digits: no two plans share a digest. */
   readonly request_id: string;
   readonly project_id: string;
@@ -26,11 +63,6 @@ export interface Plan {
   readonly group: string;
   /** The run's scope as run_checks takes it (base, paths, checks), canonical JSON values only. */
   readonly filters: Readonly<Record<string, unknown>>;
-  /** The repository's HEAD commit and its tree, as git names them (SHA-1 or SHA-256). */
-  readonly head: string;
-  readonly tree: string;
-  /** `sha256:<hex>` of the check manifest's bytes, or null for a group that has none. */
-  readonly manifest_sha256: string | null;
   /** Who asked: the caller's principal, or null. */
   readonly requested_by: string | null;
 }
@@ -48,6 +80,7 @@ function planProblem(plan: Plan): string | null {
   if (typeof plan.group !== "string" || plan.group === "") return "group: expected a check group";
   if (!GIT_ID.test(plan.head)) return "head: expected a git commit id";
   if (!GIT_ID.test(plan.tree)) return "tree: expected a git tree id";
+  if (!DIGEST.test(plan.worktree)) return "worktree: expected sha256:<64 hex digits>";
   if (plan.manifest_sha256 !== null && !DIGEST.test(plan.manifest_sha256)) {
     return "manifest_sha256: expected sha256:<64 hex digits> or null";
   }
@@ -91,7 +124,11 @@ export async function verifyApproval(
   const signature = await parseSignature(armored);
   const refused = (why: string, fix: string) =>
     new WardenError("invalid_signature", problem("The approval is refused", why, fix));
-  const checked = await verifySignature(signature, approvalMessage(digest), APPROVAL_NAMESPACE);
+  // A digest signed as a line (`echo sha256:… | ssh-keygen -Y sign`) names the same plan.
+  let checked = await verifySignature(signature, approvalMessage(digest), APPROVAL_NAMESPACE);
+  if (!checked.ok && checked.reason !== "wrong-namespace") {
+    checked = await verifySignature(signature, approvalMessage(digest + "\n"), APPROVAL_NAMESPACE);
+  }
   if (!checked.ok) {
     throw checked.reason === "wrong-namespace"
       ? refused(

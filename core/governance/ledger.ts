@@ -166,9 +166,47 @@ const DecisionRow = v.strictObject({
   prev: Digest,
 });
 
+/** The states an approval request moves through (core/governance/approval_desk.ts), as its rows name them. */
+export const APPROVAL_STATES = [
+  "pending_approval",
+  "approved",
+  "rejected",
+  "stale",
+  "submitted",
+  "cancelled",
+] as const;
+
+/**
+ * A step of an approval request (version 3): requested (pending_approval), decided, gone stale, submitted as a job,
+ * cancelled. Each names the plan's digest; a decision names its approver and keeps an approver's signature, so that
+ * `warden ledger verify` checks it again from this row alone.
+ */
+export const ApprovalRow = v.strictObject({
+  v: v.literal(3),
+  kind: v.literal("approval"),
+  seq: Seq,
+  time: Time,
+  pid: v.number(),
+  request: v.pipe(v.string(), v.regex(/^req_[0-9a-f]{32}$/)),
+  planDigest: Digest,
+  state: v.picklist(APPROVAL_STATES),
+  /** Who took the step: the caller's principal, or null (stdio without --principal). */
+  principal: v.nullable(v.string()),
+  projectId: v.string(),
+  approver: v.nullable(v.strictObject({
+    principal: v.string(),
+    via: v.picklist(["principal", "signature"]),
+    fingerprint: v.nullable(v.string()),
+  })),
+  signature: v.nullable(v.pipe(v.string(), v.maxLength(16384))),
+  job: v.nullable(v.pipe(v.string(), v.regex(/^job_[0-9a-f]{32}$/))),
+  prev: Digest,
+});
+
 /** The rows of versions 2 and 3, by kind. */
 export const ROWS = {
   anchor: AnchorRow,
+  approval: ApprovalRow,
   call: CallRow,
   decision: DecisionRow,
   intent: IntentRow,
@@ -178,7 +216,7 @@ export const ROWS = {
 
 /** The valibot schema of a row; schema/ledger-row.schema.json is its JSON Schema. */
 export const LedgerRowSchema = v.union([
-  v.variant("kind", [AnchorRow, CallRow, DecisionRow, IntentRow, SealRow, SignalRow]),
+  v.variant("kind", [AnchorRow, ApprovalRow, CallRow, DecisionRow, IntentRow, SealRow, SignalRow]),
   V1Row,
 ]);
 
@@ -229,6 +267,9 @@ export interface LedgerDecision {
   readonly failure: string | null;
   readonly policyMs: number;
 }
+
+/** What an approval row says; the ledger adds seq, time, pid and prev. */
+export type LedgerApproval = Omit<v.InferOutput<typeof ApprovalRow>, "v" | "kind" | "seq" | "time" | "pid" | "prev">;
 
 /** Why `signal` cannot be a row (a field SIGNAL_FIELDS refuses), or null when it can. */
 export function signalProblem(signal: unknown): string | null {
@@ -297,6 +338,11 @@ class QueuedDecision {
   constructor(readonly entry: LedgerDecision) {}
 }
 
+/** An approval row in the queue. */
+class QueuedApproval {
+  constructor(readonly entry: LedgerApproval) {}
+}
+
 /** How the ledger opens its file; the bench swaps it to time the ledger without its write. */
 export type OpenAppendOnly = (path: string) => AppendOnlyFile;
 
@@ -313,7 +359,7 @@ export class Ledger {
   #broken: AppendOutcome | undefined;
   #sealed = false;
   /** Rows queued for the next append, in seq order: the last of them has seq `#seq`. */
-  #queue: (LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision)[] = [];
+  #queue: (LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision | QueuedApproval)[] = [];
   /** The next append, of the rows queued in this turn: every call among them waits on it. */
   #batch: Promise<AppendOutcome> | undefined;
   /** The anchor row, once the heads of the other files are read; started by the first row. */
@@ -414,8 +460,42 @@ export class Ledger {
     return this.#schedule();
   }
 
+  /** Queues a step of an approval request. */
+  approval(entry: LedgerApproval): Promise<AppendOutcome> {
+    // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
+    if (this.#broken) return Promise.resolve(this.#broken);
+    this.#next();
+    // A principal is a token's `sub` or a setting: text that may hold what canonical JSON has no form for.
+    const text = <T extends string | null>(value: T): T => (value === null ? value : value.toWellFormed() as T);
+    this.#queue.push(
+      new QueuedApproval({
+        ...entry,
+        principal: text(entry.principal),
+        projectId: text(entry.projectId),
+        approver: entry.approver && { ...entry.approver, principal: text(entry.approver.principal) },
+      }),
+    );
+    return this.#schedule();
+  }
+
   /** A queued row's line: its text is made here, once, with its `prev` and the batch's time. */
-  #line(row: LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision, seq: number, time: string): string {
+  #line(
+    row: LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision | QueuedApproval,
+    seq: number,
+    time: string,
+  ): string {
+    if (row instanceof QueuedApproval) {
+      // A few rows per approval, never on a call's path: the canonical form is made the plain way.
+      return canonicalJson({
+        ...row.entry,
+        kind: "approval",
+        pid: this.#pid,
+        prev: this.#prev,
+        seq,
+        time,
+        v: LEDGER_VERSION,
+      });
+    }
     if (row instanceof QueuedDecision) {
       // Only with a policy engine, whose round trip dwarfs a row made the plain way.
       const { tool, principal, projectId, argsHash, allow, reasons, failure, policyMs } = row.entry;

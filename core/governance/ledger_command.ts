@@ -1,6 +1,7 @@
 // `warden ledger verify [--json]`: the report of ledger_verify.ts, for people or as JSON.
 import { problem, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
+import { readTrustStore, type TrustStore } from "../plugins/trust/discover.ts";
 import { VERIFY_EXIT, verifyLedger, type VerifyReport } from "./ledger_verify.ts";
 
 const HEADLINES: Record<VerifyReport["status"], string> = {
@@ -13,10 +14,18 @@ const HEADLINES: Record<VerifyReport["status"], string> = {
   truncated: "Ledger truncated",
   unsealed: "Ledger not sealed",
   unfinished: "Ledger has unfinished calls",
+  unapproved: "Ledger has approvals that do not hold",
 };
 
-/** `warden ledger verify [--json]`: exits with VERIFY_EXIT[status]. */
-export async function ledgerCommand(dir: string, args: readonly string[]): Promise<number> {
+/**
+ * `warden ledger verify [--json]`: exits with VERIFY_EXIT[status]. Approvals by signature are checked against the
+ * approvers' allowed_signers file when there is one (`approvers`), else from their signatures alone.
+ */
+export async function ledgerCommand(
+  dir: string,
+  args: readonly string[],
+  approvers: { readonly signersFile: string; readonly revokedKeysFile: string } | null = null,
+): Promise<number> {
   const [sub, ...rest] = args;
   const unknown = rest.find((a) => a !== "--json");
   if (sub !== "verify" || unknown) {
@@ -29,7 +38,14 @@ export async function ledgerCommand(dir: string, args: readonly string[]): Promi
       ),
     );
   }
-  const report = await verifyLedger(dir);
+  let store: TrustStore | undefined;
+  if (approvers !== null && platform().fs.lstatSync(approvers.signersFile) !== null) {
+    store = await readTrustStore({
+      allowedSignersFile: approvers.signersFile,
+      revokedKeysFile: approvers.revokedKeysFile,
+    });
+  }
+  const report = await verifyLedger(dir, { approvers: store });
   if (rest.includes("--json")) {
     platform().writeStdout(JSON.stringify(report, null, 2) + "\n");
   } else if (report.status === "absent") {

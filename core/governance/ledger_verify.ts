@@ -6,7 +6,21 @@ import { canonicalJson } from "../canonical_json.ts";
 import { messageOf } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { loadNativeSha256, sha256Hex } from "../sha256.ts";
-import { GENESIS, type Head, type IntentRow, ledgerFiles, type LedgerRow, readAnchor, ROWS, V1Row } from "./ledger.ts";
+import { APPROVAL_NAMESPACE, verifyApproval } from "./approvals.ts";
+import type { AllowedSigner } from "../plugins/trust/allowed_signers.ts";
+import type { TrustStore } from "../plugins/trust/discover.ts";
+import { parseSignature } from "../plugins/trust/sshsig.ts";
+import {
+  type ApprovalRow,
+  GENESIS,
+  type Head,
+  type IntentRow,
+  ledgerFiles,
+  type LedgerRow,
+  readAnchor,
+  ROWS,
+  V1Row,
+} from "./ledger.ts";
 
 /** Exit codes of `warden ledger verify`: 0 intact, else that of the most severe finding. */
 export const VERIFY_EXIT = {
@@ -19,12 +33,14 @@ export const VERIFY_EXIT = {
   truncated: 8,
   unsealed: 9,
   unfinished: 10,
+  unapproved: 11,
 } as const;
 
 type FindingKind = Exclude<keyof typeof VERIFY_EXIT, "intact" | "absent">;
 /** Most severe first: tampering, then what a crash leaves. */
 const SEVERITY: readonly FindingKind[] = [
   "broken",
+  "unapproved",
   "missing",
   "truncated",
   "unreadable",
@@ -67,12 +83,15 @@ interface Scanned {
   pid: number | undefined;
   last: { line: number; row: LedgerRow } | undefined;
   readonly intents: Map<number, { line: number; row: v.InferOutput<typeof IntentRow> }>;
+  /** Its approval rows, checked across files once all are read. */
+  readonly approvals: { line: number; row: v.InferOutput<typeof ApprovalRow> }[];
 }
 
 function describeRow(row: LedgerRow): string {
   if (row.v === 1) return `call of "${row.tool}" at ${row.time}`;
   if (row.kind === "anchor") return `the anchor, at ${row.time}`;
   if (row.kind === "seal") return `the seal, at ${row.time}`;
+  if (row.kind === "approval") return `approval request ${row.request} ${row.state} at ${row.time}`;
   return `${row.kind} of "${row.tool}" at ${row.time}`;
 }
 
@@ -99,6 +118,7 @@ function scanFile(
     pid: undefined,
     last: undefined,
     intents: new Map(),
+    approvals: [],
   };
   const lines = text.split("\n");
   const torn = lines.pop() !== "";
@@ -129,7 +149,7 @@ function scanFile(
         version === 2 || version === 3
           ? `not a ledger row (unknown kind ${
             JSON.stringify(kind)
-          }; expected anchor, call, decision, intent, seal or signal)`
+          }; expected anchor, approval, call, decision, intent, seal or signal)`
           : `not a ledger row of a known version (v ${JSON.stringify(version)}; this warden reads 1, 2 and 3)`,
       );
     }
@@ -161,6 +181,7 @@ function scanFile(
       if (row.kind === "anchor") file.anchor = row.heads;
       if (row.kind === "seal") file.sealed = true;
       if (row.kind === "intent") file.intents.set(row.seq, { line: i + 1, row });
+      if (row.kind === "approval") file.approvals.push({ line: i + 1, row });
       if (row.kind === "call" && row.intent !== null) {
         if (!file.intents.delete(row.intent)) return bad(`the call names intent ${row.intent}, not an open intent`);
       }
@@ -185,8 +206,85 @@ function scanFile(
   return file;
 }
 
+/**
+ * Checks the approvals the rows record, from the rows alone: each decision by signature is a signature of its plan's
+ * digest, in the approvals' namespace, by the key it names (and, given the approvers' trust store, by a key it trusted
+ * then); each submitted plan was approved, with that digest, before.
+ */
+async function checkApprovals(
+  scanned: Iterable<Scanned>,
+  findings: Finding[],
+  approvers: TrustStore | undefined,
+): Promise<number> {
+  const rows = [...scanned].flatMap((file) => file.approvals.map((found) => ({ file: file.name, ...found })));
+  rows.sort((a, b) => a.row.time.localeCompare(b.row.time));
+  const approved = new Set<string>();
+  for (const { file, line, row } of rows) {
+    const unapproved = (why: string) =>
+      findings.push({ kind: "unapproved", file, line, problem: `request ${row.request}: ${why}` });
+    if ((row.state === "approved" || row.state === "rejected") && row.approver === null) {
+      unapproved(`${row.state} without an approver`);
+      continue;
+    }
+    if (row.approver?.via === "signature" && (row.state === "approved" || row.state === "rejected")) {
+      if (row.signature === null) {
+        unapproved(`${row.state} by a signature the row does not keep`);
+        continue;
+      }
+      const why = await signatureProblem(row.planDigest, row.signature, row.approver, new Date(row.time), approvers);
+      if (why !== null) {
+        unapproved(`the approver's signature does not hold: ${why}`);
+        continue;
+      }
+    }
+    if (row.state === "approved") approved.add(`${row.request} ${row.planDigest}`);
+    if (row.state === "submitted" && !approved.has(`${row.request} ${row.planDigest}`)) {
+      unapproved(`submitted as ${row.job ?? "a job"} with no approval of plan ${row.planDigest} before it`);
+    }
+  }
+  return rows.length;
+}
+
+/** Why `armored` is not `approver`'s approval of `digest`, or null. */
+async function signatureProblem(
+  digest: string,
+  armored: string,
+  approver: { readonly principal: string; readonly fingerprint: string | null },
+  at: Date,
+  approvers: TrustStore | undefined,
+): Promise<string | null> {
+  try {
+    const signature = await parseSignature(armored);
+    if (signature.publicKey.fingerprint !== approver.fingerprint) {
+      return `it is by key ${signature.publicKey.fingerprint}, the row names ${approver.fingerprint}`;
+    }
+    if (approvers === undefined) {
+      // The plan's digest and the signature alone: whoever holds the key signed this digest in this namespace.
+      const signer: AllowedSigner = {
+        principals: [approver.principal],
+        key: signature.publicKey,
+        namespaces: [APPROVAL_NAMESPACE],
+        validAfter: null,
+        validBefore: null,
+        certAuthority: false,
+        source: "the ledger row",
+        line: 0,
+      };
+      await verifyApproval(digest, armored, [signer], [], at);
+    } else {
+      const found = await verifyApproval(digest, armored, approvers.signers, approvers.revoked, at);
+      if (found.principal !== approver.principal) {
+        return `the approvers' file names its key ${found.principal}, the row ${approver.principal}`;
+      }
+    }
+    return null;
+  } catch (error) {
+    return messageOf(error).replace(/\s+/g, " ");
+  }
+}
+
 /** Walks every ledger file of `dir`: each chain row by row, then the anchors, seals and intents across files. */
-export async function verifyLedger(dir: string): Promise<VerifyReport> {
+export async function verifyLedger(dir: string, options: { approvers?: TrustStore } = {}): Promise<VerifyReport> {
   let names: string[];
   try {
     names = await ledgerFiles(dir);
@@ -291,6 +389,19 @@ export async function verifyLedger(dir: string): Promise<VerifyReport> {
         problem: `the ${row.risk} call of "${row.tool}" that started at ${row.time} never finished`,
       });
     }
+  }
+  const approvals = await checkApprovals(
+    [...scanned.values()].filter((file) => !file.bad),
+    findings,
+    options.approvers,
+  );
+  if (approvals > 0) {
+    notes.push({
+      file: "approvals",
+      note: `${approvals} approval row(s) checked${
+        options.approvers ? " against the approvers' allowed_signers file" : " from their signatures alone"
+      }`,
+    });
   }
   findings.sort((a, b) => SEVERITY.indexOf(a.kind) - SEVERITY.indexOf(b.kind));
   return { status: findings[0]?.kind ?? "intact", files: names.length, rows, findings, notes };

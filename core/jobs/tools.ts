@@ -14,7 +14,7 @@ import { governedCall } from "../governance/governed_call.ts";
 import type { Ledger } from "../governance/ledger.ts";
 import { decide, type Policy } from "../governance/policy.ts";
 import { checkTool, convert, type LoadedTool } from "../loader.ts";
-import { defineTool, TOOL_NAME_PATTERN } from "../tool.ts";
+import { type ApprovedRun, defineTool, TOOL_NAME_PATTERN } from "../tool.ts";
 import { JOB_ID, type JobLimits, type JobLookup, type JobQueue, type JobView } from "./queue.ts";
 import { JOB_STATES } from "./store.ts";
 import { errorResult } from "../call/result.ts";
@@ -46,8 +46,11 @@ export class JobHost {
     return this.#attached;
   }
 
-  /** Queues a call of `name`, whose arguments its own schema has checked: a policy refusal is an error now. */
-  async start(name: string, args: Record<string, unknown>): Promise<JobView> {
+  /**
+   * Queues a call of `name`, whose arguments its own schema has checked: a policy refusal is an error now. `approval`:
+   * the approved plan it runs as (checks_submit), which its run's context carries.
+   */
+  async start(name: string, args: Record<string, unknown>, approval?: ApprovedRun): Promise<JobView> {
     const { queue, options, tools } = this.#ready();
     const entry = tools.get(name)!;
     const refusal = decide(options.policy, entry);
@@ -61,10 +64,15 @@ export class JobHost {
       // A governed call never rejects: its result, error or not, is the job's. Its programs' output goes to the
       // job's report (ctx.spawn's `log`), the one door to it, which only a job's run is given.
       (signal, job, report) =>
-        governedCall(entry, args, { ...options, policy, signal, job, report }) as unknown as Promise<
+        governedCall(entry, args, { ...options, policy, signal, job, report, approval }) as unknown as Promise<
           Record<string, unknown>
         >,
     );
+  }
+
+  /** Cancels job `id` if it is this server's and not finished; false otherwise. */
+  cancel(id: string): boolean {
+    return this.#ready().queue.cancel(id);
   }
 
   lookup(id: string): JobLookup {

@@ -72,6 +72,12 @@ const ManifestCheckSchema = v.strictObject({
       "Whether it runs the repository's own code (its tests, build scripts, config files that are code): then it runs only in isolation, or where the operator allows it by name (--allow-unisolated repo/<id>).",
     ),
   ),
+  approval: v.optional(v.pipe(
+    v.picklist(["required"], "`required`, or leave it out"),
+    v.description(
+      "`required`: run_checks runs a group with this check only through an approved plan (checks_request, an approver's checks_approve, checks_submit), never on an agent's say-so. For a check that runs the repository's code with more than a check should reach.",
+    ),
+  )),
   batch_size: v.optional(v.pipe(
     v.number(),
     v.integer(),
@@ -102,6 +108,8 @@ export interface RepoManifest {
   readonly digest: string;
   readonly signer: { readonly principal: string; readonly fingerprint: string };
   readonly checks: readonly PlannedCheck[];
+  /** The names (`repo/<id>`) of its checks marked `approval: "required"`. */
+  readonly approvalRequired: readonly string[];
 }
 
 const MAX_MANIFEST_BYTES = 1024 * 1024;
@@ -146,7 +154,13 @@ export async function repoManifest(ctx: GateContext, root: string): Promise<Repo
   );
   const trust = await ctx.checkManifest(root, bytes, signature);
   if (!trust.trusted) throw refuse(`${trust.reason} (${trust.status})`, trust.fix);
-  return { digest: trust.digest, signer: trust.signer, checks: readManifest(bytes, root).map(planned) };
+  const checks = readManifest(bytes, root);
+  return {
+    digest: trust.digest,
+    signer: trust.signer,
+    checks: checks.map(planned),
+    approvalRequired: checks.filter((check) => check.approval === "required").map((check) => `repo/${check.id}`),
+  };
 }
 
 /** The checks of a trusted manifest's bytes; throws `invalid_manifest` naming the field and the fix. */

@@ -13,6 +13,7 @@ import { baseReader, changeScope, checkScope, type ScopeRequest } from "./scope.
 import { hygieneChecks } from "./hygiene/mod.ts";
 import { type CheckLog, scanRun } from "./signals.ts";
 import { type RepoManifest, repoManifest } from "./manifest.ts";
+import { checkApproval } from "./approval.ts";
 import {
   atLeast,
   type BuiltinCheck,
@@ -84,6 +85,8 @@ async function prepareRun(request: RunRequest, ctx: GateContext): Promise<Prepar
 export async function precheckRun(request: RunRequest, ctx: GateContext): Promise<void> {
   const prepared = await prepareRun(request, ctx);
   await checkScope(ctx, { root: prepared.root, ...prepared.scope });
+  // Last, so that checks_request (which asks this to learn whether a plan is needed) is refused everything else first.
+  await checkApproval(ctx, request, prepared.group, prepared.manifest);
 }
 
 /** The checks of the request over its change, and the gate. Throws a WardenError when the run cannot start. */
@@ -95,6 +98,8 @@ export async function runChecks(
 ): Promise<RunResult> {
   const started = performance.now();
   const { root, group, manifest, scope: asked } = await prepareRun(request, ctx);
+  // A group that must not run on an agent's say-so runs only as the approved plan it was submitted as.
+  await checkApproval(ctx, request, group, manifest);
   const failOn = request.fail_on ?? "high";
   const minSeverity = request.min_severity ?? "info";
   const scoped = await changeScope(ctx, { root, ...asked });

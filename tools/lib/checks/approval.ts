@@ -1,0 +1,158 @@
+// Runs that must not happen on an agent's say-so (core/governance/approvals.ts): which groups need an approved plan,
+// what a plan binds to in the repository, and the check a run makes before it starts, whether it was called
+// directly (refused, with the way to ask) or submitted as an approved plan (run only if it is that plan's, on the
+// repository the plan was approved for).
+import { type PlanState, stateMoved } from "../../../core/governance/approvals.ts";
+import { problem, WardenError } from "../../../core/errors.ts";
+import { sha256Hex } from "../../../core/sha256.ts";
+import type { GateContext } from "../../../core/tool.ts";
+import { canonicalJson } from "../../../core/canonical_json.ts";
+import { firstLine, git, openWorkTree } from "../git.ts";
+import type { RepoManifest } from "./manifest.ts";
+import { type GroupName, GROUPS, type RunRequest } from "./request.ts";
+import { REPO_MANIFEST } from "./manifest.ts";
+
+/** The most bytes of working-tree changes a plan binds to: a larger change is committed (or stashed) first. */
+const MAX_CHANGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * What a run in `root` depends on now: HEAD and its tree, the working tree's changes against HEAD (the whole
+ * repository's: tracked files' binary diff, untracked files' names and contents, not ignored ones), and the check
+ * manifest's bytes. Throws when `root` is not a repository with a commit, or its changes are too large to bind.
+ */
+export async function readPlanState(ctx: GateContext, root: string): Promise<PlanState> {
+  const tree = await openWorkTree(ctx, root);
+  if (tree.head === null) {
+    throw new WardenError(
+      "invalid_arguments",
+      problem(`Root "${root}" has no commit yet`, "a plan is bound to a commit", "commit first, then request again"),
+    );
+  }
+  const [treeId, diff, untracked, manifest] = await Promise.all([
+    git(ctx, root, ["rev-parse", "--verify", `${tree.head}^{tree}`]),
+    git(
+      ctx,
+      root,
+      ["diff", "HEAD", "--binary", "--full-index", "--no-ext-diff", "--no-textconv", "--no-renames", "--", ":/"],
+      MAX_CHANGE_BYTES,
+    ),
+    git(ctx, root, ["ls-files", "--others", "--exclude-standard", "-z", "--", ":/"], MAX_CHANGE_BYTES),
+    ctx.fs.readBytes(root, REPO_MANIFEST, { maxBytes: 1024 * 1024 }).catch((error) => {
+      if (error?.code === "not_found") return null;
+      throw error;
+    }),
+  ]);
+  const failed = [treeId, diff, untracked].find((run) => run.exitCode !== 0);
+  if (failed) {
+    throw new WardenError(
+      "tool_failed",
+      problem(`Cannot read root "${root}"'s state`, `git says: ${firstLine(failed.stderr)}`),
+    );
+  }
+  if (diff.stdoutTruncated || untracked.stdoutTruncated) {
+    throw new WardenError(
+      "invalid_arguments",
+      problem(
+        `Root "${root}"'s uncommitted changes are too large to bind a plan to`,
+        `more than ${MAX_CHANGE_BYTES / 1024 / 1024} MiB`,
+        "commit or stash them, then request again",
+      ),
+    );
+  }
+  const names = untracked.stdout.split("\0").filter((name) => name !== "");
+  // Untracked files' contents by git's own object ids, computed without writing them to the repository.
+  const ids = names.length === 0
+    ? { exitCode: 0, stdout: "", stderr: "" }
+    : await git(ctx, root, ["hash-object", "--no-filters", "--stdin-paths"], 1024 * 1024, names.join("\n") + "\n");
+  if (ids.exitCode !== 0) {
+    throw new WardenError(
+      "tool_failed",
+      problem(`Cannot read root "${root}"'s untracked files`, `git says: ${firstLine(ids.stderr)}`),
+    );
+  }
+  return {
+    head: tree.head,
+    tree: treeId.stdout.trim(),
+    worktree: "sha256:" +
+      sha256Hex(canonicalJson({ diff: diff.stdout, untracked: names, ids: ids.stdout.split("\n") })),
+    manifest_sha256: manifest === null ? null : "sha256:" + sha256Hex(manifest),
+  };
+}
+
+/**
+ * Why a run of `group` needs an approved plan, or [] when it does not: the operator's `--require-approval` names the
+ * group (or, for `default`, a group it takes checks from), or the repository's trusted manifest marks one of the
+ * group's checks `approval: "required"`.
+ */
+export function approvalReasons(
+  group: GroupName,
+  required: readonly string[],
+  manifest: RepoManifest | null,
+): string[] {
+  const reasons: string[] = [];
+  const groups = group === "default" ? GROUPS : [group];
+  const named = groups.filter((name) => required.includes(name));
+  if (named.length > 0) {
+    reasons.push(`the operator requires approval for group${named.length > 1 ? "s" : ""} ${named.join(", ")}`);
+  }
+  if ((group === "repo" || group === "default") && manifest && manifest.approvalRequired.length > 0) {
+    reasons.push(`the repository's manifest marks ${manifest.approvalRequired.join(", ")} approval: required`);
+  }
+  return reasons;
+}
+
+/** A run's group and filters as a plan holds them: its arguments less the project (and paging). */
+export function planArguments(request: RunRequest): { group: GroupName; filters: Record<string, unknown> } {
+  const { project_id: _project, group, limit: _limit, cursor: _cursor, ...filters } = request as
+    & RunRequest
+    & { limit?: unknown; cursor?: unknown };
+  return { group: group ?? "default", filters };
+}
+
+/**
+ * Refuses a run that needs an approved plan and is not one (`approval_required`, saying how to ask), and a run that
+ * is one but not of this request or this repository state (`approval_refused`, stale).
+ */
+export async function checkApproval(
+  ctx: GateContext,
+  request: RunRequest,
+  group: GroupName,
+  manifest: RepoManifest | null,
+): Promise<void> {
+  const approved = ctx.approval;
+  const root = request.project_id;
+  if (approved === null) {
+    const reasons = approvalReasons(group, ctx.host.requireApproval, manifest);
+    if (reasons.length === 0) return;
+    throw new WardenError(
+      "approval_required",
+      problem(
+        `run_checks group "${group}" on project "${root}" needs an approved plan`,
+        reasons.join("; "),
+        "ask with checks_request (same arguments), have an approver approve its plan_digest (checks_approve), then checks_submit it; nothing was run",
+      ),
+    );
+  }
+  const { plan } = approved;
+  const asked = planArguments(request);
+  if (
+    plan.project_id !== root || plan.group !== group ||
+    canonicalJson(plan.filters) !== canonicalJson(asked.filters)
+  ) {
+    throw new WardenError(
+      "approval_refused",
+      problem(`Run refused for request ${plan.request_id}`, "its arguments are not the approved plan's"),
+    );
+  }
+  const moved = stateMoved(plan, await readPlanState(ctx, root));
+  if (moved !== null) {
+    throw new WardenError(
+      "approval_refused",
+      problem(
+        `Run refused for request ${plan.request_id}`,
+        `the plan is stale: ${moved} since it was approved; nothing was run`,
+        "request again, and have the new plan approved",
+      ),
+    );
+  }
+}
