@@ -88,6 +88,12 @@ const GOOD = JSON.stringify(
   2,
 );
 
+/** A manifest whose one check runs only as an approved plan. */
+const GATED = JSON.stringify({
+  version: 1,
+  checks: [{ ...JSON.parse(GOOD).checks[0], approval: "required" }],
+});
+
 /** A manifest of one check that runs a script of the repository: only isolated, or where the operator allows it. */
 const OWN = JSON.stringify({
   version: 1,
@@ -108,6 +114,8 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
     WARDEN_ALLOWED_SIGNERS: path.join(work.dir, "allowed_signers"),
     WARDEN_REVOKED_KEYS: path.join(work.dir, "revoked_keys"),
     WARDEN_PLUGINS_LOCK: path.join(work.dir, "plugins.lock.json"),
+    WARDEN_APPROVERS_SIGNERS: path.join(work.dir, "approvers_allowed_signers"),
+    WARDEN_JOBS_DIR: path.join(work.dir, "jobs"),
     // The projects this suite accepts are recorded here, not in the state directory other suites share.
     XDG_STATE_HOME: path.join(work.dir, "state"),
   };
@@ -167,6 +175,12 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
     writeFileSync(files.WARDEN_REVOKED_KEYS, readFileSync(`${key("revoked")}.pub`, "utf8"));
 
     manifestRoot("good", GOOD, "trusted");
+    manifestRoot("gated", GATED, "trusted");
+    // "second" approves plans too.
+    writeFileSync(
+      files.WARDEN_APPROVERS_SIGNERS,
+      `second@warden.invalid namespaces="warden-approval-v1" ${readFileSync(`${key("second")}.pub`, "utf8")}`,
+    );
     manifestRoot("unsigned", GOOD, null);
     const tampered = manifestRoot("tampered", GOOD, "trusted");
     writeFileSync(path.join(tampered, ".warden/checks.json"), GOOD.replace("DO NOT SHI[P]", "DO NOT MERG[E]"));
@@ -217,7 +231,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
     roots.none = none;
 
     // The operator pins what they reviewed; then the repository changes under the pins.
-    for (const id of ["good", "changed", "resigned", "malformed"]) {
+    for (const id of ["good", "gated", "changed", "resigned", "malformed"]) {
       cli[`trust-${id}`] = await warden(["checks", "trust", id]);
       assert.equal(cli[`trust-${id}`].code, 0, cli[`trust-${id}`].stderr);
     }
@@ -271,7 +285,7 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
     );
     assert.match(cli["trust-good"].stdout, /^status {6}trusted$/m);
     const lock = JSON.parse(readFileSync(files.WARDEN_PLUGINS_LOCK, "utf8"));
-    assert.deepEqual(Object.keys(lock.checks).sort(), ["changed", "good", "malformed", "resigned"]);
+    assert.deepEqual(Object.keys(lock.checks).sort(), ["changed", "gated", "good", "malformed", "resigned"]);
     assert.equal(lock.checks.good.manifestDigest, digests.good);
     assert.equal(lock.checks.good.fingerprint, fingerprints.trusted);
     assert.equal(lock.checks.good.principal, "trusted@warden.invalid");
@@ -473,6 +487,57 @@ describe(`run_checks with a repository's check manifest (${runtimeName})`, () =>
       textOf(result),
       'Invalid check manifest ".warden/checks.json" in root "malformed": checks[0].entry: expected one program run_checks declares (git, node, tsc, eslint, deno), its arguments in args, received "python"; fix it, sign it again (ssh-keygen -Y sign -f <key> -n warden-checks .warden/checks.json) and pin it again (warden checks trust malformed)',
     );
+  });
+
+  it("runs a check marked approval: required only as an approved plan, bound to the manifest's bytes", async () => {
+    const tool = async (name: string, args: Record<string, unknown>) => {
+      // deno-lint-ignore no-explicit-any -- a tool's JSON answer, read field by field as an agent reads it
+      const result = await session!.client.callTool({ name, arguments: args }) as Record<string, any>;
+      assert.ok(!result.isError, `${name}: ${(result.content as { text: string }[])[0].text}`);
+      return result.structuredContent ?? JSON.parse(result.content[0].text);
+    };
+    for (const group of ["repo", "default"]) {
+      const refused = await call({ project_id: "gated", group });
+      assert.equal(refused.code, "approval_required");
+      assert.match(
+        (refused.result.content as { text: string }[])[0].text,
+        /the repository's manifest marks repo\/no-ship-marker approval: required/,
+      );
+    }
+    assert.notEqual((await call({ project_id: "gated", group: "hygiene" })).code, "approval_required");
+
+    const request = await tool("checks_request", { project_id: "gated", group: "repo" });
+    assert.equal(request.plan.manifest_sha256, digests.gated);
+    const signed = await runWarden(["approve", request.request_id, "--key", key("second")], { env: files });
+    assert.equal(signed.code, 0, signed.stderr);
+    assert.match(signed.stderr, new RegExp(`check manifest ${digests.gated}`));
+    assert.equal((await tool("checks_approve", JSON.parse(signed.stdout))).state, "approved");
+    const { job_id } = await tool("checks_submit", {
+      request_id: request.request_id,
+      plan_digest: request.plan_digest,
+    });
+    let job = await tool("run_checks_result", { jobId: job_id });
+    for (const until = Date.now() + 60_000; job.state === "queued" || job.state === "running";) {
+      assert.ok(Date.now() < until, JSON.stringify(job));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      job = await tool("run_checks_result", { jobId: job_id });
+    }
+    assert.equal(job.state, "done", JSON.stringify(job));
+    assert.deepEqual(
+      job.result.structuredContent.checks.map((c: { name: string; status: string }) => [c.name, c.status]),
+      [["repo/no-ship-marker", "passed"]],
+    );
+
+    // The manifest changes (signed and pinned again) after a request: its plan is stale.
+    const later = await tool("checks_request", { project_id: "gated", group: "repo" });
+    const changed = GATED.replace('"no-ship-marker"', '"no-ship-marker-2"');
+    writeFileSync(path.join(roots.gated, ".warden/checks.json"), changed);
+    sign(roots.gated, "trusted");
+    assert.equal((await warden(["checks", "trust", "gated"])).code, 0);
+    const again = await runWarden(["approve", later.request_id, "--key", key("second")], { env: files });
+    const stale = await session!.client.callTool({ name: "checks_approve", arguments: JSON.parse(again.stdout) });
+    assert.equal((stale._meta as Record<string, unknown>)["warden/error_code"], "approval_refused");
+    assert.match((stale.content as { text: string }[])[0].text, /the plan is stale: .*the check manifest \(/);
   });
 
   it("refuses group repo where the root has no manifest", async () => {

@@ -11,7 +11,8 @@ import { openRoots } from "../core/doors/roots.ts";
 import { Spawner } from "../core/doors/spawn.ts";
 import { WardenError } from "../core/errors.ts";
 import { initPlatform } from "../core/platform/mod.ts";
-import type { GateContext, HostFacts } from "../core/tool.ts";
+import type { ApprovedRun, GateContext, HostFacts } from "../core/tool.ts";
+import { readPlanState } from "../tools/lib/checks/approval.ts";
 import { pathMapper, type ProgramCheck, runProgramCheck } from "../tools/lib/checks/program.ts";
 import { runChecks } from "../tools/lib/checks/run.ts";
 import { baseReader, changeScope } from "../tools/lib/checks/scope.ts";
@@ -43,7 +44,12 @@ const finding = (severity: Finding["severity"], file: string, line: number): Fin
 });
 
 /** A gate context of run_checks over one root, `id` at `dir`, that may run `programs`: what a run reads through. */
-async function gitGate(id: string, dir: string, programs: string[] = ["git"]): Promise<GateContext> {
+async function gitGate(
+  id: string,
+  dir: string,
+  programs: string[] = ["git"],
+  approvals: { requireApproval?: string[]; approval?: ApprovedRun } = {},
+): Promise<GateContext> {
   const fs = await openRoots([{ id, path: dir }]);
   const spawner = new Spawner();
   await spawner.resolve(programs);
@@ -54,8 +60,9 @@ async function gitGate(id: string, dir: string, programs: string[] = ["git"]): P
       programs: { git: true },
       gateIsolation: () => spawner.isolation(),
       allowUnisolated: [],
-      requireApproval: [],
+      requireApproval: approvals.requireApproval ?? [],
     } as unknown as HostFacts, // The runner reads only these four.
+    ...(approvals.approval ? { approval: approvals.approval } : {}),
     tool: { name: "run_checks", risk: "gate", capabilities: { spawn: programs, writeRoots: [], netHosts: [] } },
     deadline: Date.now() + 120_000,
     spawner,
@@ -310,6 +317,47 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
       answer.summary,
       /no check of group "hygiene" applies to root "repo" or to its change: nothing was checked/,
     );
+  });
+
+  it("runs a group that needs approval only as the submitted plan, while the repository is what it says", async () => {
+    const gated = (approval?: ApprovedRun) =>
+      gitGate("repo", work.dir, ["git"], { requireApproval: ["hygiene"], ...(approval ? { approval } : {}) });
+    const probe = recording(() => []);
+    const run = async (context: GateContext, request: Record<string, string> = { fail_on: "any" }) =>
+      await runChecks({ project_id: "repo", group: "hygiene", ...request }, context, undefined, { hygiene: [probe] });
+    await assert.rejects(run(await gated()), (error: WardenError) => {
+      assert.equal(error.code, "approval_required");
+      return true;
+    });
+    const plan = {
+      request_id: "req_" + "0".repeat(32),
+      project_id: "repo",
+      group: "hygiene",
+      filters: { fail_on: "any" },
+      ...(await readPlanState(ctx, "repo")),
+      requested_by: null,
+    };
+    const approval = (changed: Partial<typeof plan>) => ({
+      requestId: plan.request_id,
+      planDigest: "sha256:" + "1".repeat(64),
+      plan: { ...plan, ...changed },
+    });
+    await assert.rejects(
+      run(await gated(approval({})), { fail_on: "none" }),
+      /its arguments are not the approved plan's/,
+    );
+    await assert.rejects(
+      run(await gated(approval({ head: "f".repeat(40) }))),
+      /the plan is stale: the repository's HEAD \(ffffffffffff → [0-9a-f]{12}\) since it was approved; nothing was run/,
+    );
+    await assert.rejects(
+      run(await gated(approval({ worktree: "sha256:" + "2".repeat(64) }))),
+      /the plan is stale: the working tree's changes/,
+    );
+    assert.equal(probe.scopes.length, 0, "no check ran");
+    const answer = await run(await gated(approval({})), { fail_on: "any" });
+    assert.equal(answer.group, "hygiene");
+    assert.equal(probe.scopes.length, 1, "the plan's run ran");
   });
 
   describe("a program check", () => {
