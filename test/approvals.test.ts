@@ -3,7 +3,7 @@
 // allowed_signers file: the right one names its approver; another plan's, another namespace's, a stranger's, a revoked
 // or expired key's are each refused, saying why.
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
@@ -187,6 +187,49 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
     );
     assert.deepEqual([a.resubmitted, b.resubmitted, again.resubmitted], [false, true, true]);
     assert.equal((await new ApprovalDesk(dir.dir).get(id)).state, "submitted", "it survives a restart");
+  });
+
+  it("lets one of two servers sharing the directory submit a request, and one decide it", async () => {
+    const [one, two] = [new ApprovalDesk(dir.dir), new ApprovalDesk(dir.dir)];
+    const request = await one.open(plan());
+    const id = request.plan.request_id;
+    // Two replicas decide at once, one approving and one rejecting: one decision stands, the other is refused.
+    const decisions = await Promise.allSettled([
+      one.decide(id, request.plan_digest, "approve", carol, HEAD),
+      two.decide(id, request.plan_digest, "reject", { ...carol, principal: "dave@example.com" }, HEAD),
+    ]);
+    assert.equal(decisions.filter((d) => d.status === "fulfilled").length, 1, JSON.stringify(decisions));
+    assert.match(
+      String((decisions.find((d) => d.status === "rejected") as PromiseRejectedResult).reason),
+      /it is (approved|rejected), not pending_approval/,
+    );
+    // Two replicas submit one approved request at once.
+    const approved = await one.open(plan());
+    await one.decide(approved.plan.request_id, approved.plan_digest, "approve", carol, HEAD);
+    let started = 0;
+    const start = async () => {
+      started++;
+      // A job takes a moment to queue: the other replica's submit arrives meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return `job_${String(started).padStart(32, "0")}`;
+    };
+    const [a, b] = await Promise.all([
+      one.submit(approved.plan.request_id, approved.plan_digest, HEAD, start),
+      two.submit(approved.plan.request_id, approved.plan_digest, HEAD, start),
+    ]);
+    assert.equal(started, 1, "one job for the two replicas");
+    assert.equal(a.request.job_id, b.request.job_id);
+    assert.deepEqual([a.resubmitted, b.resubmitted].sort(), [false, true]);
+    assert.ok(!readdirSync(dir.dir).some((name) => name.endsWith(".lock")), "no claim is left behind");
+  });
+
+  it("takes over the claim of a server that died during a step", async () => {
+    const desk = new ApprovalDesk(dir.dir);
+    const request = await desk.open(plan());
+    const id = request.plan.request_id;
+    // A pid no process has: the claim of a server that crashed.
+    writeFileSync(path.join(dir.dir, `${id}.lock`), JSON.stringify({ pid: 2 ** 22 + 12345, token: "x" }));
+    assert.equal((await desk.decide(id, request.plan_digest, "approve", carol, HEAD)).state, "approved");
   });
 
   it("refuses a wrong digest, a requester approving itself, a moved HEAD, a second decision, an unapproved submit", async () => {

@@ -38,6 +38,8 @@ export type Settled = (request: ApprovalRequest) => Promise<void>;
 
 const REQUEST_FILE = /^req_[0-9a-f]{32}\.json$/;
 const MAX_REQUEST_BYTES = 1 << 20;
+/** Longest a step waits for another process's step on the same request. */
+const CLAIM_WAIT_MS = 10_000;
 
 /** The refusal of a step, saying why and what to do. */
 function refused(what: string, why: string, fix: string): WardenError {
@@ -65,10 +67,15 @@ export class ApprovalDesk {
     return path.join(this.#dir, `${id}.json`);
   }
 
-  /** Runs `step` on request `id` after the steps before it. */
+  /**
+   * Runs `step` on request `id` after the steps before it, in this process and in every process that shares the
+   * directory (replicas of one server): each step reads the request under a claim of its own, so two replicas never
+   * both approve, or both submit, one request.
+   */
   #serially<T>(id: string, step: () => Promise<T>): Promise<T> {
+    const claimed = () => this.#claimed(id, step);
     const before = this.#steps.get(id) ?? Promise.resolve();
-    const done = before.then(step, step);
+    const done = before.then(claimed, claimed);
     const settled = done.catch(() => {});
     this.#steps.set(id, settled);
     void settled.then(() => {
@@ -77,8 +84,47 @@ export class ApprovalDesk {
     return done;
   }
 
-  async #write(request: ApprovalRequest): Promise<ApprovalRequest> {
+  /**
+   * Runs `step` holding `<id>.lock`, a file created exclusively. A claim whose process has died (a crash mid-step) is
+   * taken over; one a live process holds is waited for, up to CLAIM_WAIT_MS, then the step is refused.
+   */
+  async #claimed<T>(id: string, step: () => Promise<T>): Promise<T> {
+    const file = this.#file(id).replace(/\.json$/, ".lock");
+    const pid = platform().pid();
+    const claim = JSON.stringify({ pid, token: crypto.randomUUID() });
     await platform().fs.mkdir(this.#dir);
+    for (const until = Date.now() + CLAIM_WAIT_MS;;) {
+      try {
+        await platform().fs.writeFileExclusive(file, claim);
+        break;
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== "EEXIST") throw error;
+      }
+      const holder = await platform().fs.readTextFile(file, 4096).then(
+        (text) => (JSON.parse(text) as { pid?: unknown }).pid,
+        () => undefined,
+      );
+      if (typeof holder === "number" && holder !== pid && !(await platform().processRunning(holder))) {
+        await platform().fs.remove(file);
+        continue;
+      }
+      if (Date.now() > until) {
+        throw refused(
+          `Request ${id} is busy`,
+          `another server${typeof holder === "number" ? ` (pid ${holder})` : ""} is taking a step on it`,
+          "ask checks_status in a moment, then try again",
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    try {
+      return await step();
+    } finally {
+      await platform().fs.remove(file);
+    }
+  }
+
+  async #write(request: ApprovalRequest): Promise<ApprovalRequest> {
     await platform().fs.writeFileAtomic(this.#file(request.plan.request_id), JSON.stringify(request, null, 2) + "\n");
     return request;
   }

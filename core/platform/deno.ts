@@ -86,6 +86,7 @@ interface DenoNamespace {
     close(): void;
   };
   rename(from: string, to: string): Promise<void>;
+  link(target: string, path: string): Promise<void>;
   remove(path: string, options?: { recursive: boolean }): Promise<void>;
   errors: Record<string, new (...args: never[]) => Error>;
   Command: new (command: string, options: DenoCommandOptions) => {
@@ -489,6 +490,17 @@ export function denoPlatform(): Platform {
           } catch (error) {
             await Deno.remove(temp).catch(() => {});
             throw error;
+          }
+        }),
+      writeFileExclusive: (p: string, data: string) =>
+        withCode(async () => {
+          // Written whole beside it, then linked: link(2) fails when the name exists, and never shows half a file.
+          const temp = `${p}.${Deno.pid}.${crypto.randomUUID()}.tmp`;
+          try {
+            await Deno.writeFile(temp, encoder.encode(data), { createNew: true });
+            await Deno.link(temp, p);
+          } finally {
+            await Deno.remove(temp).catch(() => {});
           }
         }),
       mkdir: (p: string) => withCode(() => Deno.mkdir(p, { recursive: true })),

@@ -14,7 +14,7 @@ import {
   writeSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, lstat, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { LSTAT_DIRECTORY, LSTAT_FILE, LSTAT_MISSING, LSTAT_OTHER, LSTAT_SYMLINK, makeLstatMany } from "./lstat_many.ts";
 import path from "node:path";
@@ -402,6 +402,16 @@ export function nodePlatform(): Platform {
         } catch (error) {
           await rm(temp, { force: true });
           throw error;
+        }
+      },
+      async writeFileExclusive(p: string, data: string) {
+        // Written whole beside it, then linked: link(2) fails when the name exists, and never shows half a file.
+        const temp = `${p}.${process.pid}.${crypto.randomUUID()}.tmp`;
+        try {
+          await writeFile(temp, data, { flag: "wx" });
+          await link(temp, p);
+        } finally {
+          await rm(temp, { force: true });
         }
       },
       async mkdir(p: string) {

@@ -80,6 +80,11 @@ export interface PlatformFs {
   readRange(path: string, offset: number, length: number): Promise<{ size: number; bytes: Uint8Array }>;
   /** Writes beside `path`, then renames over it: readers never see half a file. */
   writeFileAtomic(path: string, data: string | Uint8Array): Promise<void>;
+  /**
+   * Creates `path` with `data`, whole, only if nothing is there: rejects with code `EEXIST` otherwise. Processes that
+   * race for one path (a claim) see exactly one win, and a reader sees all of its data or no file.
+   */
+  writeFileExclusive(path: string, data: string): Promise<void>;
   /** Creates a directory and its parents; an existing one is fine. */
   mkdir(path: string): Promise<void>;
   /** Removes a file; a missing one is fine. */
