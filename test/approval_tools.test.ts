@@ -139,6 +139,8 @@ describe(`approvals: request, approve, submit (${runtimeName})`, () => {
         /group "hygiene" on project "web" needs an approved plan.*the operator requires approval for group hygiene.*checks_request/s,
       );
     }
+    // host_context tells an agent beforehand.
+    assert.deepEqual((await ok("host_context", {})).gate.requireApproval, ["hygiene"]);
     // A group the operator did not mark runs as before.
     const typescript = await ok("run_checks", { project_id: "web", group: "typescript" });
     assert.ok(["PASS", "FAIL", "ERROR"].includes(typescript.gate));

@@ -64,6 +64,12 @@ export const tool = defineTool({
           "Checks the operator lets run_checks run without isolation where none is in force (--allow-unisolated).",
         ),
       ),
+      requireApproval: v.pipe(
+        v.array(v.string()),
+        v.description(
+          "run_checks groups the operator runs only as approved plans (--require-approval): ask with checks_request.",
+        ),
+      ),
     }),
     confinement: v.object({
       runtime: v.string(),
@@ -104,6 +110,7 @@ export const tool = defineTool({
           Object.entries(host.programs).map(([name, found]) => [name, found ? "found" : "missing"] as const),
         ),
         allowUnisolated: [...host.allowUnisolated],
+        requireApproval: [...host.requireApproval],
       },
       confinement: { ...host.confinement, open: [...host.confinement.open] },
       settings: Object.fromEntries(Object.entries(host.settings).map(([flag, setting]) => [flag, { ...setting }])),
