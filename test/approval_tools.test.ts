@@ -290,6 +290,23 @@ describe(`approvals: request, approve, submit (${runtimeName})`, () => {
     assert.equal((await ok("checks_status", { request_id: later.request_id })).state, "stale");
   });
 
+  it("submits only while the approval holds: an approver's key revoked since refuses it", async () => {
+    const request = await ok("checks_request", { project_id: "web", group: "hygiene" });
+    await ok("checks_approve", (await approveWith("carol", request.request_id)).printed);
+    writeFileSync(env.WARDEN_REVOKED_KEYS, readFileSync(key("carol") + ".pub", "utf8"));
+    try {
+      await refused(
+        "checks_submit",
+        { request_id: request.request_id, plan_digest: request.plan_digest },
+        "approval_refused",
+        /its approval no longer holds: the signing key is revoked/,
+      );
+      assert.equal((await ok("checks_status", { request_id: request.request_id })).state, "approved", "not submitted");
+    } finally {
+      writeFileSync(env.WARDEN_REVOKED_KEYS, "");
+    }
+  });
+
   it("answers for its requests after a restart, and a submit then is still the same job", async () => {
     await session.close();
     session = await connect({ args, env });

@@ -262,10 +262,13 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
       ),
     }),
     handler: async ({ request_id, plan_digest }, ctx: GateContext) => {
-      const { desk } = host.ready();
+      const { desk, settings } = host.ready();
       const approved = await desk.get(request_id);
       const now = await planState(argumentsOf(approved.plan), ctx);
       const submitted = await desk.submit(request_id, plan_digest, now, async (request) => {
+        // The approval holds now, not only when it was given: an approver since removed or a key since revoked
+        // approves nothing, and neither does a request file written by hand.
+        await recheckDecider(request, settings);
         const job = await jobs.start(APPROVED_TOOL, argumentsOf(request.plan), {
           requestId: request.plan.request_id,
           planDigest: request.plan_digest,
@@ -307,6 +310,41 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
     if (Array.isArray(checked)) throw new WardenError("tool_load_failed", checked.join("\n"));
     return { ...checked, file: run.file };
   });
+}
+
+/** Refuses an approved request whose decider is not an approver now (`approval_refused`, saying why). */
+async function recheckDecider(request: ApprovalRequest, settings: ApprovalSettings): Promise<void> {
+  const decider = request.decider;
+  const refusedNow = (why: string) =>
+    new WardenError(
+      "approval_refused",
+      problem(`Refused for request ${request.plan.request_id}`, why, "have an approver approve a new request"),
+    );
+  if (decider === null) throw refusedNow("it records no approver");
+  if (decider.via === "principal") {
+    if (!settings.approvers.includes(decider.principal)) {
+      throw refusedNow(`${decider.principal}, who approved it, is no longer one of the operator's approvers`);
+    }
+    if (decider.principal === request.plan.requested_by) {
+      throw refusedNow(`${decider.principal} approved its own request`);
+    }
+    return;
+  }
+  if (decider.signature === null || settings.signersFile === null) {
+    throw refusedNow("its approver's signature cannot be checked");
+  }
+  const store = await readTrustStore({
+    allowedSignersFile: settings.signersFile,
+    revokedKeysFile: settings.revokedKeysFile,
+  })
+    .catch(() => {
+      throw refusedNow("the approvers' allowed_signers file cannot be read");
+    });
+  await verifyApproval(request.plan_digest, decider.signature, store.signers, store.revoked, new Date()).catch(
+    (error) => {
+      throw refusedNow(`its approval no longer holds: ${messageOf(error).replace(/^The approval is refused: /, "")}`);
+    },
+  );
 }
 
 /** Who decides: an approver's signature (any transport), or an HTTP caller on the approvers' list. */
