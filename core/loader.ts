@@ -63,25 +63,16 @@ export function checkTool(file: string, exported: unknown): LoadedTool | string[
   if (typeof tool.handler !== "function") {
     problems.push(problem(file, "handler is not a function", "add handler(args, ctx)"));
   }
-  if (tool.precheck !== undefined && (typeof tool.precheck !== "function" || tool.job !== true)) {
+  // What a job tool alone may declare: asked by its job (and approval) tools.
+  for (const [hook, returns] of [["precheck", "void"], ["planState", "PlanState"]] as const) {
+    if (tool[hook] === undefined || (typeof tool[hook] === "function" && tool.job === true)) continue;
     problems.push(
       problem(
         file,
-        typeof tool.precheck !== "function" ? "precheck is not a function" : "precheck is only asked of a job tool",
-        typeof tool.precheck !== "function"
-          ? "make it async (args, ctx) => void, or drop it"
-          : "add job: true, or drop precheck",
-      ),
-    );
-  }
-  if (tool.planState !== undefined && (typeof tool.planState !== "function" || tool.job !== true)) {
-    problems.push(
-      problem(
-        file,
-        typeof tool.planState !== "function" ? "planState is not a function" : "planState is only read of a job tool",
-        typeof tool.planState !== "function"
-          ? "make it async (args, ctx) => PlanState, or drop it"
-          : "add job: true, or drop planState",
+        typeof tool[hook] !== "function" ? `${hook} is not a function` : `${hook} is only asked of a job tool`,
+        typeof tool[hook] !== "function"
+          ? `make it async (args, ctx) => ${returns}, or drop it`
+          : `add job: true, or drop ${hook}`,
       ),
     );
   }

@@ -170,20 +170,25 @@ describe(`approvals: request, approve, submit (${runtimeName})`, () => {
     const other = "sha256:" + "0".repeat(64);
     await refused(
       "checks_approve",
-      { request_id: id, plan_digest: other, decision: "approve", signature: signByHand("carol", other) },
+      { request_id: id, plan_digest: other, decision: "approve", signature: signByHand("carol", "approve " + other) },
       "approval_refused",
       /is not this request's plan \(plan substitution\)/,
     );
     // A stranger's key.
     await refused(
       "checks_approve",
-      { request_id: id, plan_digest: digest, decision: "approve", signature: signByHand("mallory", digest) },
+      {
+        request_id: id,
+        plan_digest: digest,
+        decision: "approve",
+        signature: signByHand("mallory", "approve " + digest),
+      },
       "approval_refused",
       /the signing key is not an approver's/,
     );
     // A signature in another namespace (a plugin signature is never an approval).
     const file = path.join(work.dir, "plugin-message");
-    writeFileSync(file, digest);
+    writeFileSync(file, "approve " + digest);
     sshKeygen("-Y", "sign", "-q", "-n", "warden-plugin-v1", "-f", key("carol"), file);
     await refused(
       "checks_approve",
@@ -200,10 +205,19 @@ describe(`approvals: request, approve, submit (${runtimeName})`, () => {
         request_id: second.request_id,
         plan_digest: second.plan_digest,
         decision: "approve",
-        signature: signByHand("carol", digest),
+        signature: signByHand("carol", "approve " + digest),
       },
       "approval_refused",
-      /the signature is not of this plan_digest/,
+      /the signature is not of "approve <this plan_digest>"/,
+    );
+    // An approver's rejection, its decision turned into an approval: the decision is signed too.
+    const rejection = (await approveWith("carol", id, ["--reject"])).printed;
+    assert.equal(rejection.decision, "reject");
+    await refused(
+      "checks_approve",
+      { ...rejection, decision: "approve" },
+      "approval_refused",
+      /the signature is the approver's "reject" of this plan, not "approve"/,
     );
     // Submitting before an approval.
     await refused(
@@ -392,7 +406,10 @@ describe(`approvals in the ledger, verified offline (${runtimeName})`, () => {
       report.findings.map((f) => f.problem.replace(/: .*/s, "")),
       ["request req_" + "a".repeat(32), "request req_" + "b".repeat(32)],
     );
-    assert.match(report.findings[0].problem, /the approver's signature does not hold: .*not of this plan_digest/);
+    assert.match(
+      report.findings[0].problem,
+      /the approver's signature does not hold: .*not of "approve <this plan_digest>"/,
+    );
     assert.match(report.findings[1].problem, /submitted as job_c{32} with no approval of plan/);
   });
 });

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import { after, before, describe, it } from "node:test";
 import {
   APPROVAL_NAMESPACE,
@@ -89,15 +90,15 @@ describe(`approvals: plan digests and approvers' signatures (${runtimeName})`, (
   it("names the approver of a signature made with ssh-keygen -Y sign, and of one made by warden's signer", async () => {
     const digest = planDigest(PLAN);
     const now = new Date();
-    const approved = await verifyApproval(digest, sign("carol", digest), signers, [], now);
+    const approved = await verifyApproval("approve", digest, sign("carol", "approve " + digest), signers, [], now);
     assert.equal(approved.principal, "carol@example.com");
     assert.match(approved.fingerprint, /^SHA256:/);
     const own = await signMessage(
       await parsePrivateKey(readFileSync(key("carol"), "utf8")),
-      approvalMessage(digest),
+      approvalMessage("approve", digest),
       APPROVAL_NAMESPACE,
     );
-    assert.equal((await verifyApproval(digest, own, signers, [], now)).principal, "carol@example.com");
+    assert.equal((await verifyApproval("approve", digest, own, signers, [], now)).principal, "carol@example.com");
   });
 
   it("refuses another plan's signature, another namespace's, a stranger's, a revoked, an expired key's", async () => {
@@ -108,38 +109,54 @@ describe(`approvals: plan digests and approvers' signatures (${runtimeName})`, (
     const refusals: [string, () => Promise<unknown>, RegExp][] = [
       [
         "plan substitution",
-        () => verifyApproval(digest, sign("carol", other), signers, [], now),
-        /not of this plan_digest/,
+        () => verifyApproval("approve", digest, sign("carol", "approve " + other), signers, [], now),
+        /not of "approve <this plan_digest>"/,
+      ],
+      [
+        "a rejection offered as an approval",
+        () => verifyApproval("approve", digest, sign("carol", "reject " + digest), signers, [], now),
+        /the signature is the approver's "reject" of this plan, not "approve"/,
+      ],
+      [
+        "the bare digest, no decision",
+        () => verifyApproval("approve", digest, sign("carol", digest), signers, [], now),
+        /not of "approve <this plan_digest>"/,
       ],
       [
         "a plugin signature",
-        () => verifyApproval(digest, sign("carol", digest, "warden-plugin-v1"), signers, [], now),
+        () =>
+          verifyApproval("approve", digest, sign("carol", "approve " + digest, "warden-plugin-v1"), signers, [], now),
         /namespace "warden-plugin-v1", not "warden-approval-v1".*ssh-keygen -Y sign -n warden-approval-v1/,
       ],
       [
         "a stranger",
-        () => verifyApproval(digest, sign("mallory", digest), signers, [], now),
+        () => verifyApproval("approve", digest, sign("mallory", "approve " + digest), signers, [], now),
         /not an approver's \(it is not in the approvers' allowed_signers file\)/,
       ],
       [
         "a key only for plugins",
-        () => verifyApproval(digest, sign("dave", digest), signers, [], now),
+        () => verifyApproval("approve", digest, sign("dave", "approve " + digest), signers, [], now),
         /may not sign in namespace "warden-approval-v1"/,
       ],
-      ["an expired key", () => verifyApproval(digest, sign("erin", digest), signers, [], now), /not valid now/],
+      [
+        "an expired key",
+        () => verifyApproval("approve", digest, sign("erin", "approve " + digest), signers, [], now),
+        /not valid now/,
+      ],
       [
         "a revoked key",
         () =>
           verifyApproval(
+            "approve",
             digest,
-            sign("carol", digest),
+            sign("carol", "approve " + digest),
             signers,
             revoked,
             now,
           ),
         /the signing key is revoked/,
       ],
-      ["not a signature", () => verifyApproval(digest, "approved!", signers, [], now), /signature/i],
+      ["not a signature", () => verifyApproval("approve", digest, "approved!", signers, [], now), /signature/i],
     ];
     for (const [what, attempt, why] of refusals) {
       await assert.rejects(attempt(), (error: Error & { code?: string }) => {
@@ -223,13 +240,26 @@ describe(`approvals: the desk, request by request (${runtimeName})`, () => {
     assert.ok(!readdirSync(dir.dir).some((name) => name.endsWith(".lock")), "no claim is left behind");
   });
 
-  it("takes over the claim of a server that died during a step", async () => {
+  it("takes over the claim of a server that died during a step, an expired claim, and one that does not read", async () => {
     const desk = new ApprovalDesk(dir.dir);
     const request = await desk.open(plan());
     const id = request.plan.request_id;
     // A pid no process has: the claim of a server that crashed.
-    writeFileSync(path.join(dir.dir, `${id}.lock`), JSON.stringify({ pid: 2 ** 22 + 12345, token: "x" }));
+    const lock = path.join(dir.dir, `${id}.lock`);
+    writeFileSync(lock, JSON.stringify({ pid: 2 ** 22 + 12345, token: "x", at: Date.now() }));
     assert.equal((await desk.decide(id, request.plan_digest, "approve", carol, HEAD)).state, "approved");
+    // This very process's pid, but a claim older than any step takes (another container's pid 1, say).
+    const other = await desk.open(plan());
+    writeFileSync(
+      path.join(dir.dir, `${other.plan.request_id}.lock`),
+      JSON.stringify({ pid: process.pid, token: "y", at: Date.now() - 120_000 }),
+    );
+    assert.equal((await desk.cancel(other.plan.request_id, other.plan_digest, () => {})).state, "cancelled");
+    // A claim that does not read.
+    const third = await desk.open(plan());
+    writeFileSync(path.join(dir.dir, `${third.plan.request_id}.lock`), "{not json");
+    assert.equal((await desk.cancel(third.plan.request_id, third.plan_digest, () => {})).state, "cancelled");
+    assert.ok(!readdirSync(dir.dir).some((name) => name.endsWith(".lock")), "every claim was removed");
   });
 
   it("refuses a wrong digest, a requester approving itself, a moved HEAD, a second decision, an unapproved submit", async () => {

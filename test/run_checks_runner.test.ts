@@ -358,6 +358,27 @@ describe(`runChecks with built-in checks (${runtimeName})`, () => {
     const answer = await run(await gated(approval({})), { fail_on: "any" });
     assert.equal(answer.group, "hygiene");
     assert.equal(probe.scopes.length, 1, "the plan's run ran");
+    // A check that changes the repository while the approved run runs: the run is not the plan's, and says so.
+    const planted = path.join(work.dir, "planted.txt");
+    const meddling = recording(() => {
+      writeFileSync(planted, "not what was approved\n");
+      return [];
+    });
+    try {
+      const meddled = await runChecks(
+        { project_id: "repo", group: "hygiene", fail_on: "any" },
+        await gated(approval({})),
+        undefined,
+        { hygiene: [meddling] },
+      );
+      assert.equal(meddled.gate, "ERROR");
+      assert.match(
+        meddled.coverageReasons.join("\n"),
+        /the repository changed while this approved run ran \(the working tree's changes/,
+      );
+    } finally {
+      rmSync(planted, { force: true });
+    }
   });
 
   describe("a program check", () => {

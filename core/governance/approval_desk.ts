@@ -40,6 +40,8 @@ const REQUEST_FILE = /^req_[0-9a-f]{32}\.json$/;
 const MAX_REQUEST_BYTES = 1 << 20;
 /** Longest a step waits for another process's step on the same request. */
 const CLAIM_WAIT_MS = 10_000;
+/** Age past which a claim is taken over whoever holds it: a step reads and writes a few small files. */
+const CLAIM_LEASE_MS = 30_000;
 
 /** The refusal of a step, saying why and what to do. */
 function refused(what: string, why: string, fix: string): WardenError {
@@ -85,33 +87,45 @@ export class ApprovalDesk {
   }
 
   /**
-   * Runs `step` holding `<id>.lock`, a file created exclusively. A claim whose process has died (a crash mid-step) is
-   * taken over; one a live process holds is waited for, up to CLAIM_WAIT_MS, then the step is refused.
+   * Runs `step` holding `<id>.lock`, a file created exclusively with this step's token. A claim whose process has
+   * died, that is older than CLAIM_LEASE_MS (a step takes milliseconds: its holder is gone, or is another machine's or
+   * container's process with the same pid), or that does not read, is taken over; a live one is waited for, up to
+   * CLAIM_WAIT_MS, then the step is refused. The claim is removed only while it is still this step's.
    */
   async #claimed<T>(id: string, step: () => Promise<T>): Promise<T> {
     const file = this.#file(id).replace(/\.json$/, ".lock");
     const pid = platform().pid();
-    const claim = JSON.stringify({ pid, token: crypto.randomUUID() });
+    const token = crypto.randomUUID();
+    /** The claim there now: null when there is none, `{}` when it does not read (then it is abandoned). */
+    const read = async (): Promise<{ pid?: unknown; token?: unknown; at?: unknown } | null> => {
+      try {
+        return JSON.parse(await platform().fs.readTextFile(file, 4096)) ?? {};
+      } catch (error) {
+        return (error as { code?: unknown }).code === "ENOENT" ? null : {};
+      }
+    };
     await platform().fs.mkdir(this.#dir);
     for (const until = Date.now() + CLAIM_WAIT_MS;;) {
       try {
-        await platform().fs.writeFileExclusive(file, claim);
+        await platform().fs.writeFileExclusive(file, JSON.stringify({ pid, token, at: Date.now() }));
         break;
       } catch (error) {
         if ((error as { code?: unknown }).code !== "EEXIST") throw error;
       }
-      const holder = await platform().fs.readTextFile(file, 4096).then(
-        (text) => (JSON.parse(text) as { pid?: unknown }).pid,
-        () => undefined,
-      );
-      if (typeof holder === "number" && holder !== pid && !(await platform().processRunning(holder))) {
-        await platform().fs.remove(file);
+      const holder = await read();
+      if (holder === null) continue;
+      const abandoned = typeof holder.pid !== "number" || typeof holder.at !== "number" ||
+        Date.now() - holder.at > CLAIM_LEASE_MS ||
+        (holder.pid !== pid && !(await platform().processRunning(holder.pid)));
+      if (abandoned) {
+        // Only the claim judged abandoned: another waiter may have taken it over and made its own meanwhile.
+        if ((await read())?.token === holder.token) await platform().fs.remove(file);
         continue;
       }
       if (Date.now() > until) {
         throw refused(
           `Request ${id} is busy`,
-          `another server${typeof holder === "number" ? ` (pid ${holder})` : ""} is taking a step on it`,
+          `another server (pid ${holder.pid}) is taking a step on it`,
           "ask checks_status in a moment, then try again",
         );
       }
@@ -120,7 +134,7 @@ export class ApprovalDesk {
     try {
       return await step();
     } finally {
-      await platform().fs.remove(file);
+      if ((await read())?.token === token) await platform().fs.remove(file);
     }
   }
 
@@ -159,7 +173,13 @@ export class ApprovalDesk {
       }
       throw new WardenError("tool_failed", `The approval request ${id} cannot be read: ${messageOf(error)}`);
     }
-    const request = JSON.parse(text) as ApprovalRequest;
+    let request: ApprovalRequest;
+    try {
+      request = JSON.parse(text) as ApprovalRequest;
+      planDigest(request.plan);
+    } catch {
+      throw new WardenError("tool_failed", `The approval request ${id} cannot be read: its file is not a request`);
+    }
     // A file edited by hand, its plan changed: its digest no longer says what it is.
     if (planDigest(request.plan) !== request.plan_digest) {
       throw new WardenError("tool_failed", `The approval request ${id} was altered: its plan no longer has its digest`);
@@ -241,6 +261,7 @@ export class ApprovalDesk {
     now: PlanState,
     start: (request: ApprovalRequest) => Promise<string>,
     settled: Settled = () => Promise.resolve(),
+    abandon: (jobId: string) => void = () => {},
   ): Promise<{ request: ApprovalRequest; resubmitted: boolean }> {
     return this.#serially(id, async () => {
       const request = await this.#named(id, digest);
@@ -254,12 +275,19 @@ export class ApprovalDesk {
       }
       await this.#staleIf(request, now, settled, "request again, and have the new plan approved");
       const job_id = await start(request);
-      const submitted = await this.#write({
-        ...request,
-        state: "submitted",
-        updated_at: this.#now().toISOString(),
-        job_id,
-      });
+      let submitted: ApprovalRequest;
+      try {
+        submitted = await this.#write({
+          ...request,
+          state: "submitted",
+          updated_at: this.#now().toISOString(),
+          job_id,
+        });
+      } catch (error) {
+        // Still approved on disk: its job must not run beside the one a later submit would start.
+        abandon(job_id);
+        throw error;
+      }
       await settled(submitted);
       return { request: submitted, resubmitted: false };
     });

@@ -15,6 +15,7 @@ import type { ApprovalDesk, ApprovalRequest, Decider } from "./approval_desk.ts"
 import {
   APPROVAL_NAMESPACE,
   APPROVED_TOOL,
+  type Decision,
   newRequestId,
   type Plan,
   type PlanState,
@@ -106,11 +107,11 @@ function nextStep(request: ApprovalRequest): string {
   const id = request.plan.request_id;
   switch (request.state) {
     case "pending_approval":
-      return `An approver approves plan_digest ${request.plan_digest}: over HTTP one of --approvers calls checks_approve; anywhere, one runs "warden approve ${id} --key <their key>" (or ssh-keygen -Y sign -n ${APPROVAL_NAMESPACE}) and checks_approve is called with that signature. Nothing runs before.`;
+      return `An approver approves plan_digest ${request.plan_digest}: over HTTP one of --approvers calls checks_approve; anywhere, one runs "warden approve ${id} --key <their key>" where the server keeps its jobs (or signs "approve ${request.plan_digest}" with ssh-keygen -Y sign -n ${APPROVAL_NAMESPACE}) and checks_approve is called with that signature. Nothing runs before.`;
     case "approved":
       return `Approved: checks_submit with request_id and plan_digest starts its run, once.`;
     case "submitted":
-      return `Submitted as job ${request.job_id}: run_checks_result answers for it.`;
+      return `Submitted as job ${request.job_id}: run_checks_result answers for it (a run that finds the repository moved since the plan fails without running: request again).`;
     case "rejected":
       return "Rejected by an approver: nothing will run. Request again to ask anew.";
     case "stale":
@@ -232,7 +233,7 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
         v.string(),
         v.maxLength(16384),
         v.description(
-          `An SSH signature (-----BEGIN SSH SIGNATURE-----) of the plan_digest's text in namespace ${APPROVAL_NAMESPACE}, as warden approve or ssh-keygen -Y sign makes it.`,
+          `An SSH signature (-----BEGIN SSH SIGNATURE-----) of the text "<decision> <plan_digest>" (approve sha256:…) in namespace ${APPROVAL_NAMESPACE}, as warden approve or ssh-keygen -Y sign makes it: a signature of one decision never stands for the other.`,
         ),
       )),
     }),
@@ -240,7 +241,7 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
     handler: async ({ request_id, plan_digest, decision, signature }, ctx: GateContext) => {
       const { desk, settings } = host.ready();
       const pending = await desk.get(request_id);
-      const decider = await deciderOf(ctx, settings, plan_digest, signature);
+      const decider = await deciderOf(ctx, settings, decision, plan_digest, signature);
       const now = await planState(argumentsOf(pending.plan), ctx);
       return viewOf(await desk.decide(request_id, plan_digest, decision, decider, now, settledBy(ctx)));
     },
@@ -265,17 +266,24 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
       const { desk, settings } = host.ready();
       const approved = await desk.get(request_id);
       const now = await planState(argumentsOf(approved.plan), ctx);
-      const submitted = await desk.submit(request_id, plan_digest, now, async (request) => {
-        // The approval holds now, not only when it was given: an approver since removed or a key since revoked
-        // approves nothing, and neither does a request file written by hand.
-        await recheckDecider(request, settings);
-        const job = await jobs.start(APPROVED_TOOL, argumentsOf(request.plan), {
-          requestId: request.plan.request_id,
-          planDigest: request.plan_digest,
-          plan: request.plan,
-        });
-        return job.jobId;
-      }, settledBy(ctx));
+      const submitted = await desk.submit(
+        request_id,
+        plan_digest,
+        now,
+        async (request) => {
+          // The approval holds now, not only when it was given: an approver since removed or a key since revoked
+          // approves nothing, and neither does a request file written by hand.
+          await recheckDecider(request, settings);
+          const job = await jobs.start(APPROVED_TOOL, argumentsOf(request.plan), {
+            requestId: request.plan.request_id,
+            planDigest: request.plan_digest,
+            plan: request.plan,
+          });
+          return job.jobId;
+        },
+        settledBy(ctx),
+        (job) => void jobs.cancel(job),
+      );
       return { ...viewOf(submitted.request), resubmitted: submitted.resubmitted };
     },
   });
@@ -301,7 +309,19 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
     output: RequestView,
     handler: async ({ request_id, plan_digest }, ctx: GateContext) => {
       const { desk } = host.ready();
-      return viewOf(await desk.cancel(request_id, plan_digest, (job) => void jobs.cancel(job), settledBy(ctx)));
+      let stopped: { job: string; stopped: boolean } | undefined;
+      const cancelled = await desk.cancel(
+        request_id,
+        plan_digest,
+        (job) => void (stopped = { job, stopped: jobs.cancel(job) }),
+        settledBy(ctx),
+      );
+      if (stopped && !stopped.stopped) {
+        ctx.note(
+          `Job ${stopped.job} was not stopped: it has finished, or another server runs it (run_checks_result says which).`,
+        );
+      }
+      return viewOf(cancelled);
     },
   });
 
@@ -340,17 +360,19 @@ async function recheckDecider(request: ApprovalRequest, settings: ApprovalSettin
     .catch(() => {
       throw refusedNow("the approvers' allowed_signers file cannot be read");
     });
-  await verifyApproval(request.plan_digest, decider.signature, store.signers, store.revoked, new Date()).catch(
-    (error) => {
-      throw refusedNow(`its approval no longer holds: ${messageOf(error).replace(/^The approval is refused: /, "")}`);
-    },
-  );
+  await verifyApproval("approve", request.plan_digest, decider.signature, store.signers, store.revoked, new Date())
+    .catch(
+      (error) => {
+        throw refusedNow(`its approval no longer holds: ${messageOf(error).replace(/^The approval is refused: /, "")}`);
+      },
+    );
 }
 
 /** Who decides: an approver's signature (any transport), or an HTTP caller on the approvers' list. */
 async function deciderOf(
   ctx: GateContext,
   settings: ApprovalSettings,
+  decision: Decision,
   digest: string,
   signature: string | undefined,
 ): Promise<Decider> {
@@ -392,7 +414,7 @@ async function deciderOf(
         ),
       );
     }
-    const approver = await verifyApproval(digest, signature, store.signers, store.revoked, new Date()).catch(
+    const approver = await verifyApproval(decision, digest, signature, store.signers, store.revoked, new Date()).catch(
       (error) => {
         // The signature's refusal, as approval_refused: what the caller did wrong is in its words.
         throw error instanceof WardenError ? new WardenError("approval_refused", error.message) : error;

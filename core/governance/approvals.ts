@@ -1,9 +1,10 @@
 // Approvals of check runs that must not run on an agent's say-so (issue 19): what a plan is, its digest, and who may
 // approve it. A plan fixes everything a run depends on (the project, the group and its filters, the repository's HEAD
 // commit and tree, the bytes of its check manifest) and a random request id, so that no two requests share a digest
-// and an approval of one never covers another. An approver signs the digest's text with an SSH key in the approvers'
-// allowed_signers file, in a namespace of its own: `warden approve` or `ssh-keygen -Y sign -n warden-approval-v1`.
-// Such a signature is checked later, offline, from the digest and the signature alone (and the file of who may).
+// and an approval of one never covers another. An approver signs `approve <digest>` (or `reject <digest>`: the decision
+// is signed too) with an SSH key in the approvers' allowed_signers file, in a namespace of its own: `warden approve`
+// or `ssh-keygen -Y sign -n warden-approval-v1`. Such a signature is checked later, offline, from the decision, the
+// digest and the signature alone (and the file of who may).
 import { canonicalJson } from "../canonical_json.ts";
 import { problem, WardenError } from "../errors.ts";
 import { type AllowedSigner, checkSigner } from "../plugins/trust/allowed_signers.ts";
@@ -94,9 +95,15 @@ export function planDigest(plan: Plan): string {
   return "sha256:" + sha256Hex(canonicalJson(plan));
 }
 
-/** The bytes an approver signs: the digest's text. */
-export function approvalMessage(digest: string): Uint8Array {
-  return new TextEncoder().encode(digest);
+/** What an approver decides of a plan. */
+export type Decision = "approve" | "reject";
+
+/**
+ * The bytes an approver signs: the decision and the digest, as text (`approve sha256:…`). The decision is signed too,
+ * so that a signature that rejects a plan can never be passed off as its approval.
+ */
+export function approvalMessage(decision: Decision, digest: string): Uint8Array {
+  return new TextEncoder().encode(`${decision} ${digest}`);
 }
 
 /** Who approved, by the approvers' allowed_signers file, and with which key. */
@@ -112,6 +119,7 @@ export interface Approver {
  * a signature of another digest (plan substitution), of another namespace, or by a key that is not an approver's.
  */
 export async function verifyApproval(
+  decision: Decision,
   digest: string,
   armored: string,
   signers: readonly AllowedSigner[],
@@ -124,33 +132,43 @@ export async function verifyApproval(
   const signature = await parseSignature(armored);
   const refused = (why: string, fix: string) =>
     new WardenError("invalid_signature", problem("The approval is refused", why, fix));
-  // A digest signed as a line (`echo sha256:… | ssh-keygen -Y sign`) names the same plan.
-  let checked = await verifySignature(signature, approvalMessage(digest), APPROVAL_NAMESPACE);
-  if (!checked.ok && checked.reason !== "wrong-namespace") {
-    checked = await verifySignature(signature, approvalMessage(digest + "\n"), APPROVAL_NAMESPACE);
-  }
+  /** Whether `armored` signs `decision` on the digest; a line's newline (`echo … | ssh-keygen -Y sign`) is the same text. */
+  const signs = async (decided: Decision) => {
+    const message = approvalMessage(decided, digest);
+    const first = await verifySignature(signature, message, APPROVAL_NAMESPACE);
+    if (first.ok || first.reason === "wrong-namespace") return first;
+    return await verifySignature(signature, new Uint8Array([...message, 0x0a]), APPROVAL_NAMESPACE);
+  };
+  const checked = await signs(decision);
   if (!checked.ok) {
     throw checked.reason === "wrong-namespace"
       ? refused(
         `the signature is in namespace "${signature.namespace}", not "${APPROVAL_NAMESPACE}"`,
         `sign with: ssh-keygen -Y sign -n ${APPROVAL_NAMESPACE} -f <key>`,
       )
+      : (await signs(decision === "approve" ? "reject" : "approve")).ok
+      ? refused(
+        `the signature is the approver's "${
+          decision === "approve" ? "reject" : "approve"
+        }" of this plan, not "${decision}"`,
+        "pass the decision the approver signed",
+      )
       : refused(
-        "the signature is not of this plan_digest (another plan's, or altered)",
-        "sign the plan_digest checks_request answered, exactly as it is",
+        `the signature is not of "${decision} <this plan_digest>" (another plan's, another text, or altered)`,
+        `sign "${decision} " and the plan_digest checks_request answered, exactly: warden approve does`,
       );
   }
-  const decision = checkSigner(signers, revoked, signature.publicKey, APPROVAL_NAMESPACE, now);
-  if (decision.status !== "trusted") {
+  const signer = checkSigner(signers, revoked, signature.publicKey, APPROVAL_NAMESPACE, now);
+  if (signer.status !== "trusted") {
     throw refused(
       {
         revoked: "the signing key is revoked",
         "unknown-signer": "the signing key is not an approver's (it is not in the approvers' allowed_signers file)",
         "key-expired": "the approver's key is not valid now (its valid-after or valid-before)",
         "wrong-namespace": `the approver's key may not sign in namespace "${APPROVAL_NAMESPACE}"`,
-      }[decision.status],
+      }[signer.status],
       "have an approver sign it, with a key the operator lists for approvals",
     );
   }
-  return { principal: decision.principal, fingerprint: signature.publicKey.fingerprint };
+  return { principal: signer.principal, fingerprint: signature.publicKey.fingerprint };
 }

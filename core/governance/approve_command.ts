@@ -66,7 +66,7 @@ export async function approveCommand(jobsDir: string, args: readonly string[]): 
   try {
     signature = await signMessage(
       await parsePrivateKey(text),
-      approvalMessage(request.plan_digest),
+      approvalMessage(decision, request.plan_digest),
       APPROVAL_NAMESPACE,
     );
   } catch (error) {
@@ -77,7 +77,7 @@ export async function approveCommand(jobsDir: string, args: readonly string[]): 
       problem(
         `Cannot sign with ${key}`,
         error.message.split("\n")[0],
-        `sign with ssh-keygen, which asks for a passphrase: printf %s ${request.plan_digest} | ssh-keygen -Y sign -n ${APPROVAL_NAMESPACE} -f ${key}, and pass what it prints as checks_approve's signature`,
+        `sign with ssh-keygen, which asks for a passphrase: printf '${decision} %s' ${request.plan_digest} | ssh-keygen -Y sign -n ${APPROVAL_NAMESPACE} -f ${key}, and pass what it prints as checks_approve's signature`,
       ),
     );
   }

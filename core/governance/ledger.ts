@@ -333,6 +333,11 @@ class QueuedSignal {
   constructor(readonly entry: LedgerSignal) {}
 }
 
+/** `value` with lone UTF-16 surrogates replaced: canonical JSON (RFC 8785) has no form for those. */
+function wellFormed<T extends string | null>(value: T): T {
+  return value === null ? value : value.toWellFormed() as T;
+}
+
 /** A decision row in the queue. */
 class QueuedDecision {
   constructor(readonly entry: LedgerDecision) {}
@@ -445,9 +450,8 @@ export class Ledger {
     // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
     if (this.#broken) return Promise.resolve(this.#broken);
     this.#next();
-    // Its texts come from the engine, which may send anything JSON holds, lone UTF-16 surrogates included: canonical
-    // JSON (RFC 8785) has no form for those.
-    const text = <T extends string | null>(value: T): T => (value === null ? value : value.toWellFormed() as T);
+    // Its texts come from the engine, which may send anything JSON holds, lone UTF-16 surrogates included.
+    const text = wellFormed;
     this.#queue.push(
       new QueuedDecision({
         ...entry,
@@ -465,8 +469,8 @@ export class Ledger {
     // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
     if (this.#broken) return Promise.resolve(this.#broken);
     this.#next();
-    // A principal is a token's `sub` or a setting: text that may hold what canonical JSON has no form for.
-    const text = <T extends string | null>(value: T): T => (value === null ? value : value.toWellFormed() as T);
+    // A principal is a token's `sub` or a setting: text that may hold lone UTF-16 surrogates.
+    const text = wellFormed;
     this.#queue.push(
       new QueuedApproval({
         ...entry,

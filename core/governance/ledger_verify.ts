@@ -6,7 +6,7 @@ import { canonicalJson } from "../canonical_json.ts";
 import { messageOf } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { loadNativeSha256, sha256Hex } from "../sha256.ts";
-import { APPROVAL_NAMESPACE, verifyApproval } from "./approvals.ts";
+import { APPROVAL_NAMESPACE, type Decision, verifyApproval } from "./approvals.ts";
 import type { AllowedSigner } from "../plugins/trust/allowed_signers.ts";
 import type { TrustStore } from "../plugins/trust/discover.ts";
 import { parseSignature } from "../plugins/trust/sshsig.ts";
@@ -207,9 +207,10 @@ function scanFile(
 }
 
 /**
- * Checks the approvals the rows record, from the rows alone: each decision by signature is a signature of its plan's
- * digest, in the approvals' namespace, by the key it names (and, given the approvers' trust store, by a key it trusted
- * then); each submitted plan was approved, with that digest, before.
+ * Checks the approvals the rows record, from the rows alone: each decision by signature is a signature of that decision
+ * on its plan's digest, in the approvals' namespace, by the key it names (and, given the approvers' trust store, by a
+ * key it trusts at the row's time and that is not revoked now); no decision by principal is the requester's own; each
+ * submitted plan has an approval of that digest in the ledger.
  */
 async function checkApprovals(
   scanned: Iterable<Scanned>,
@@ -217,36 +218,66 @@ async function checkApprovals(
   approvers: TrustStore | undefined,
 ): Promise<number> {
   const rows = [...scanned].flatMap((file) => file.approvals.map((found) => ({ file: file.name, ...found })));
-  rows.sort((a, b) => a.row.time.localeCompare(b.row.time));
+  /** Who requested each request (its pending_approval row's caller). */
+  const requester = new Map(
+    rows.filter(({ row }) => row.state === "pending_approval").map(({ row }) => [row.request, row.principal]),
+  );
+  /** The plans whose approval holds. Replicas' clocks may differ: a submission is matched in any order. */
   const approved = new Set<string>();
-  for (const { file, line, row } of rows) {
+  const submitted: typeof rows = [];
+  for (const found of rows) {
+    const { file, line, row } = found;
     const unapproved = (why: string) =>
       findings.push({ kind: "unapproved", file, line, problem: `request ${row.request}: ${why}` });
-    if ((row.state === "approved" || row.state === "rejected") && row.approver === null) {
+    if (row.state === "submitted") submitted.push(found);
+    if (row.state !== "approved" && row.state !== "rejected") continue;
+    if (row.approver === null) {
       unapproved(`${row.state} without an approver`);
       continue;
     }
-    if (row.approver?.via === "signature" && (row.state === "approved" || row.state === "rejected")) {
+    if (row.approver.via === "principal" && row.approver.principal === requester.get(row.request)) {
+      unapproved(`${row.state} by ${row.approver.principal}, who requested it`);
+      continue;
+    }
+    if (row.approver.via === "signature") {
       if (row.signature === null) {
         unapproved(`${row.state} by a signature the row does not keep`);
         continue;
       }
-      const why = await signatureProblem(row.planDigest, row.signature, row.approver, new Date(row.time), approvers);
+      const decision = row.state === "approved" ? "approve" : "reject";
+      const why = await signatureProblem(
+        decision,
+        row.planDigest,
+        row.signature,
+        row.approver,
+        new Date(row.time),
+        approvers,
+      );
       if (why !== null) {
         unapproved(`the approver's signature does not hold: ${why}`);
         continue;
       }
     }
     if (row.state === "approved") approved.add(`${row.request} ${row.planDigest}`);
-    if (row.state === "submitted" && !approved.has(`${row.request} ${row.planDigest}`)) {
-      unapproved(`submitted as ${row.job ?? "a job"} with no approval of plan ${row.planDigest} before it`);
+  }
+  for (const { file, line, row } of submitted) {
+    if (!approved.has(`${row.request} ${row.planDigest}`)) {
+      findings.push({
+        kind: "unapproved",
+        file,
+        line,
+        problem: `request ${row.request}: submitted as ${
+          row.job ?? "a job"
+        } with no approval of plan ${row.planDigest} in the ledger`,
+      });
     }
   }
   return rows.length;
 }
 
-/** Why `armored` is not `approver`'s approval of `digest`, or null. */
+/** Why `armored` is not `approver`'s `decision` on `digest`, or null. */
 async function signatureProblem(
+  decision: Decision,
   digest: string,
   armored: string,
   approver: { readonly principal: string; readonly fingerprint: string | null },
@@ -270,9 +301,9 @@ async function signatureProblem(
         source: "the ledger row",
         line: 0,
       };
-      await verifyApproval(digest, armored, [signer], [], at);
+      await verifyApproval(decision, digest, armored, [signer], [], at);
     } else {
-      const found = await verifyApproval(digest, armored, approvers.signers, approvers.revoked, at);
+      const found = await verifyApproval(decision, digest, armored, approvers.signers, approvers.revoked, at);
       if (found.principal !== approver.principal) {
         return `the approvers' file names its key ${found.principal}, the row ${approver.principal}`;
       }

@@ -16,9 +16,10 @@ import { REPO_MANIFEST } from "./manifest.ts";
 const MAX_CHANGE_BYTES = 16 * 1024 * 1024;
 
 /**
- * What a run in `root` depends on now: HEAD and its tree, the working tree's changes against HEAD (the whole
- * repository's: tracked files' binary diff, untracked files' names and contents, not ignored ones), and the check
- * manifest's bytes. Throws when `root` is not a repository with a commit, or its changes are too large to bind.
+ * What a run in `root` depends on now: HEAD and its tree, the working tree's and the index's changes against HEAD (the
+ * whole repository's: tracked files' binary diffs, untracked files' names and contents, not ignored ones), and the
+ * check manifest's bytes. Throws when `root` is not a repository with a commit, when git is told not to look at some
+ * files (their changes would be in no diff), or when its changes are too large to bind.
  */
 export async function readPlanState(ctx: GateContext, root: string): Promise<PlanState> {
   const tree = await openWorkTree(ctx, root);
@@ -28,53 +29,81 @@ export async function readPlanState(ctx: GateContext, root: string): Promise<Pla
       problem(`Root "${root}" has no commit yet`, "a plan is bound to a commit", "commit first, then request again"),
     );
   }
-  const [treeId, diff, untracked, manifest] = await Promise.all([
+  const diffArgs = ["--binary", "--full-index", "--no-ext-diff", "--no-textconv", "--no-renames", "--", ":/"];
+  const [treeId, diff, staged, flagged, untracked, manifest] = await Promise.all([
     git(ctx, root, ["rev-parse", "--verify", `${tree.head}^{tree}`]),
-    git(
-      ctx,
-      root,
-      ["diff", "HEAD", "--binary", "--full-index", "--no-ext-diff", "--no-textconv", "--no-renames", "--", ":/"],
-      MAX_CHANGE_BYTES,
-    ),
+    // The working tree against HEAD, and the index against HEAD: which changes are staged decides what a run reads.
+    git(ctx, root, ["diff", "HEAD", ...diffArgs], MAX_CHANGE_BYTES),
+    git(ctx, root, ["diff", "--cached", ...diffArgs], MAX_CHANGE_BYTES),
+    // Files git is told not to look at (assume-unchanged, skip-worktree): their changes are in no diff.
+    git(ctx, root, ["ls-files", "-v", "-z", "--", ":/"], MAX_CHANGE_BYTES),
     git(ctx, root, ["ls-files", "--others", "--exclude-standard", "-z", "--", ":/"], MAX_CHANGE_BYTES),
     ctx.fs.readBytes(root, REPO_MANIFEST, { maxBytes: 1024 * 1024 }).catch((error) => {
       if (error?.code === "not_found") return null;
       throw error;
     }),
   ]);
-  const failed = [treeId, diff, untracked].find((run) => run.exitCode !== 0);
+  const failed = [treeId, diff, staged, flagged, untracked].find((run) => run.exitCode !== 0);
   if (failed) {
     throw new WardenError(
       "tool_failed",
       problem(`Cannot read root "${root}"'s state`, `git says: ${firstLine(failed.stderr)}`),
     );
   }
-  if (diff.stdoutTruncated || untracked.stdoutTruncated) {
-    throw new WardenError(
+  const tooLarge = (what: string) =>
+    new WardenError(
       "invalid_arguments",
       problem(
-        `Root "${root}"'s uncommitted changes are too large to bind a plan to`,
+        `Root "${root}"'s ${what} are too large to bind a plan to`,
         `more than ${MAX_CHANGE_BYTES / 1024 / 1024} MiB`,
         "commit or stash them, then request again",
       ),
     );
+  if ([diff, staged, flagged, untracked].some((run) => run.stdoutTruncated)) throw tooLarge("uncommitted changes");
+  // `ls-files -v` tags an assume-unchanged file with a lower-case letter, a skip-worktree one with S.
+  const hidden = flagged.stdout.split("\0").filter((line) => /^(?:[a-z]|S) /.test(line)).map((line) => line.slice(2));
+  if (hidden.length > 0) {
+    throw new WardenError(
+      "invalid_arguments",
+      problem(
+        `Root "${root}" has files git is told not to look at (${hidden.slice(0, 3).join(", ")}${
+          hidden.length > 3 ? `, and ${hidden.length - 3} more` : ""
+        })`,
+        "a plan cannot see their changes (assume-unchanged or skip-worktree)",
+        "clear the flag (git update-index --no-assume-unchanged / --no-skip-worktree <file>), then request again",
+      ),
+    );
   }
   const names = untracked.stdout.split("\0").filter((name) => name !== "");
+  const broken = names.find((name) => name.includes("\n"));
+  if (broken !== undefined) {
+    throw new WardenError(
+      "invalid_arguments",
+      problem(
+        `Root "${root}" has an untracked file whose name holds a line break (${JSON.stringify(broken)})`,
+        "a plan names untracked files one per line",
+        "rename, remove or ignore it, then request again",
+      ),
+    );
+  }
   // Untracked files' contents by git's own object ids, computed without writing them to the repository.
   const ids = names.length === 0
-    ? { exitCode: 0, stdout: "", stderr: "" }
-    : await git(ctx, root, ["hash-object", "--no-filters", "--stdin-paths"], 1024 * 1024, names.join("\n") + "\n");
+    ? { exitCode: 0, stdout: "", stderr: "", stdoutTruncated: false }
+    : await git(ctx, root, ["hash-object", "--no-filters", "--stdin-paths"], MAX_CHANGE_BYTES, names.join("\n") + "\n");
   if (ids.exitCode !== 0) {
     throw new WardenError(
       "tool_failed",
       problem(`Cannot read root "${root}"'s untracked files`, `git says: ${firstLine(ids.stderr)}`),
     );
   }
+  if (ids.stdoutTruncated) throw tooLarge("untracked files");
   return {
     head: tree.head,
     tree: treeId.stdout.trim(),
     worktree: "sha256:" +
-      sha256Hex(canonicalJson({ diff: diff.stdout, untracked: names, ids: ids.stdout.split("\n") })),
+      sha256Hex(
+        canonicalJson({ diff: diff.stdout, staged: staged.stdout, untracked: names, ids: ids.stdout.split("\n") }),
+      ),
     manifest_sha256: manifest === null ? null : "sha256:" + sha256Hex(manifest),
   };
 }

@@ -13,7 +13,11 @@ import { baseReader, changeScope, checkScope, type ScopeRequest } from "./scope.
 import { hygieneChecks } from "./hygiene/mod.ts";
 import { type CheckLog, scanRun } from "./signals.ts";
 import { type RepoManifest, repoManifest } from "./manifest.ts";
-import { checkApproval } from "./approval.ts";
+import { checkApproval, readPlanState } from "./approval.ts";
+import { type PlanState, stateMoved } from "../../../core/governance/approvals.ts";
+
+/** A state no repository has: what a plan is compared with when the repository cannot be read any more. */
+const NO_STATE: PlanState = { head: "", tree: "", worktree: "", manifest_sha256: null };
 import {
   atLeast,
   type BuiltinCheck,
@@ -213,6 +217,16 @@ export async function runChecks(
   if (checks.some((c, i) => plan[i].kind === "program" && (c.status === "passed" || c.status === "failed"))) {
     const why = await workTreeDiffers(ctx, root, scope.mode);
     if (why) coverageReasons.push(why);
+  }
+  // An approved run ran on the repository its plan names only if that is still what it is: a change while it ran
+  // (files the checks read, or code they ran) is not what the approver approved.
+  if (ctx.approval !== null) {
+    const moved = stateMoved(ctx.approval.plan, await readPlanState(ctx, root).catch(() => null) ?? NO_STATE);
+    if (moved !== null) {
+      untrusted.push(
+        `the repository changed while this approved run ran (${moved}): it is not the approved plan's run`,
+      );
+    }
   }
   coverageReasons.push(...untrusted);
 
