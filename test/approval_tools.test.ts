@@ -302,6 +302,19 @@ describe(`approvals: request, approve, submit (${runtimeName})`, () => {
       /the plan is stale: the working tree's changes/,
     );
     assert.equal((await ok("checks_status", { request_id: later.request_id })).state, "stale");
+
+    // A file git is told not to look at: its changes would be in no diff, so no plan is made.
+    git(moving, "update-index", "--assume-unchanged", "src/a.ts");
+    try {
+      await refused(
+        "checks_request",
+        { project_id: "moving", group: "hygiene" },
+        "invalid_arguments",
+        /has files git is told not to look at \(src\/a\.ts\).*git update-index --no-assume-unchanged/,
+      );
+    } finally {
+      git(moving, "update-index", "--no-assume-unchanged", "src/a.ts");
+    }
   });
 
   it("submits only while the approval holds: an approver's key revoked since refuses it", async () => {
