@@ -410,13 +410,15 @@ async function main(argv: readonly string[]): Promise<number> {
   const builtinsLoading = loadTools(dir.url, dir.extensions).then(async (loaded) => {
     const asJobs = loaded.filter(({ tool }) => tool.job === true);
     if (asJobs.length === 0) return loaded.map(builtinEntry);
-    const { JobHost, jobTools } = await import("./jobs/tools.ts");
-    const host = jobHost = new JobHost();
     const approved = asJobs.filter(({ tool }) => tool.planState !== undefined);
-    const approvalTools = approved.length === 0 ? [] : await import("./governance/approval_tools.ts").then((module) => {
-      const approvals = approvalHost = new module.ApprovalHost();
-      return approved.flatMap((run) => module.approvalTools(run, host, approvals));
-    });
+    const [{ JobHost, jobTools }, approvals] = await Promise.all([
+      import("./jobs/tools.ts"),
+      approved.length === 0 ? undefined : import("./governance/approval_tools.ts"),
+    ]);
+    const host = jobHost = new JobHost();
+    const approvalTools = approvals === undefined
+      ? []
+      : approved.flatMap((run) => approvals.approvalTools(run, host, approvalHost ??= new approvals.ApprovalHost()));
     return [...loaded, ...asJobs.flatMap((job) => jobTools(job, host)), ...approvalTools].map(builtinEntry);
   });
   builtinsLoading.catch(() => {});

@@ -7,14 +7,8 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { after, before, describe, it } from "node:test";
-import {
-  APPROVAL_NAMESPACE,
-  approvalMessage,
-  newRequestId,
-  type Plan,
-  planDigest,
-  verifyApproval,
-} from "../core/governance/approvals.ts";
+import { APPROVAL_NAMESPACE, newRequestId, type Plan, planDigest } from "../core/governance/approvals.ts";
+import { approvalMessage, verifyApproval } from "../core/governance/approval_signatures.ts";
 import { ApprovalDesk } from "../core/governance/approval_desk.ts";
 import { initPlatform } from "../core/platform/mod.ts";
 import { parseAllowedSigners, parseRevokedKeys } from "../core/plugins/trust/allowed_signers.ts";

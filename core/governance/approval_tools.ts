@@ -10,17 +10,10 @@ import { log } from "../log.ts";
 import { checkTool, type LoadedTool } from "../loader.ts";
 import type { JobHost } from "../jobs/tools.ts";
 import { defineTool, type GateContext, type ReadContext } from "../tool.ts";
-import { readTrustStore } from "../plugins/trust/discover.ts";
+import type { TrustStore } from "../plugins/trust/discover.ts";
 import type { ApprovalDesk, ApprovalRequest, Decider } from "./approval_desk.ts";
-import {
-  APPROVAL_NAMESPACE,
-  APPROVED_TOOL,
-  type Decision,
-  newRequestId,
-  type Plan,
-  type PlanState,
-  verifyApproval,
-} from "./approvals.ts";
+import { APPROVAL_NAMESPACE, APPROVED_TOOL, newRequestId, type Plan, type PlanState } from "./approvals.ts";
+import type { Decision } from "./approval_signatures.ts";
 import { APPROVAL_STATES, type Ledger } from "./ledger.ts";
 
 /** The names of the approval tools: a plugin may not take them. */
@@ -332,6 +325,15 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
   });
 }
 
+/** The approvers' file reader and the signature check: loaded with the first signature, never at startup. */
+async function signatureCode() {
+  const [{ readTrustStore }, { verifyApproval }] = await Promise.all([
+    import("../plugins/trust/discover.ts"),
+    import("./approval_signatures.ts"),
+  ]);
+  return { readTrustStore, verifyApproval };
+}
+
 /** Refuses an approved request whose decider is not an approver now (`approval_refused`, saying why). */
 async function recheckDecider(request: ApprovalRequest, settings: ApprovalSettings): Promise<void> {
   const decider = request.decider;
@@ -353,6 +355,7 @@ async function recheckDecider(request: ApprovalRequest, settings: ApprovalSettin
   if (decider.signature === null || settings.signersFile === null) {
     throw refusedNow("its approver's signature cannot be checked");
   }
+  const { readTrustStore, verifyApproval } = await signatureCode();
   const store = await readTrustStore({
     allowedSignersFile: settings.signersFile,
     revokedKeysFile: settings.revokedKeysFile,
@@ -387,7 +390,8 @@ async function deciderOf(
         ),
       );
     }
-    let store;
+    const { readTrustStore, verifyApproval } = await signatureCode();
+    let store: TrustStore;
     try {
       store = await readTrustStore({
         allowedSignersFile: settings.signersFile,

@@ -8,7 +8,8 @@ import { messageOf, problem, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { parsePrivateKey, signMessage } from "../plugins/trust/sshsig.ts";
 import { ApprovalDesk } from "./approval_desk.ts";
-import { APPROVAL_NAMESPACE, approvalMessage } from "./approvals.ts";
+import { APPROVAL_NAMESPACE } from "./approvals.ts";
+import { approvalMessage } from "./approval_signatures.ts";
 
 const USAGE = "warden approve <request_id> --key <private key file> [--reject]";
 
