@@ -148,3 +148,23 @@ test("parseConfig: HTTP settings, their defaults, lists and normal forms", () =>
   assert.throws(() => parseConfig(["--max-body", "65MiB"], envOf({ HOME: "/h" }), "linux"), /Invalid --max-body/);
   assert.throws(() => parseConfig(["--host", "a host"], envOf({ HOME: "/h" }), "linux"), /Invalid --host/);
 });
+
+test("parseConfig: approvals' settings, from flags and variables, and what they refuse", () => {
+  const env = envOf({ HOME: "/h", WARDEN_APPROVERS: "carol@example.com, dave@example.com" });
+  const { config } = parseConfig(["--require-approval", "repo", "--require-approval", "unisolated"], env, "linux");
+  assert.deepEqual(config.requireApproval, ["repo", "unisolated"]);
+  assert.deepEqual(config.approvers, ["carol@example.com", "dave@example.com"]);
+  assert.equal(config.approversSignersFile, "/h/.config/warden/approvers_allowed_signers");
+  assert.equal(
+    parseConfig(["--approvers-signers", "/etc/approvers"], env, "linux").config.approversSignersFile,
+    "/etc/approvers",
+  );
+  assert.throws(
+    () => parseConfig(["--require-approval", "repo,tests"], env, "linux"),
+    /^WardenError: Invalid --require-approval: expected run_checks groups or unisolated \(default, typescript, lint, hygiene, repo, unisolated\) separated by commas, received "tests"; for example --require-approval repo$/,
+  );
+  assert.throws(
+    () => parseConfig([], envOf({ HOME: "/h", WARDEN_APPROVERS: "carol example" }), "linux"),
+    /Invalid WARDEN_APPROVERS: expected principals, one word each, separated by commas, received "carol example"/,
+  );
+});

@@ -175,7 +175,7 @@ export const SETTINGS: readonly SettingDoc[] = Object.freeze<SettingDoc[]>([
     env: "WARDEN_REQUIRE_APPROVAL",
     default: "none",
     description:
-      "A run_checks group (`typescript`, `lint`, `hygiene`, `repo`, `default`) that runs only as an approved plan (checks_request, checks_approve by an approver, checks_submit), never on an agent's say-so; `default` then needs approval too. Repeat the flag or separate groups with `,`.",
+      "A run_checks group (`typescript`, `lint`, `hygiene`, `repo`, `default`) that runs only as an approved plan (checks_request, checks_approve by an approver, checks_submit), never on an agent's say-so; `default` then needs approval too. `unisolated`: any run in which a check --allow-unisolated names would run the repository's code without isolation (so with the host's network). Repeat the flag or separate groups with `,`.",
   },
   {
     flag: "--approvers <principal>",
@@ -704,8 +704,11 @@ export function optionalPath(config: Config, key: "approversSignersFile"): strin
   }
 }
 
-/** The run_checks groups `--require-approval` may name (tools/lib/checks/request.ts's GROUPS). */
-const APPROVAL_GROUPS = ["default", "typescript", "lint", "hygiene", "repo"];
+/**
+ * What `--require-approval` may name: run_checks groups (tools/lib/checks/request.ts's GROUPS), and `unisolated`, any
+ * run in which a check would run the repository's code without isolation.
+ */
+const APPROVAL_GROUPS = ["default", "typescript", "lint", "hygiene", "repo", "unisolated"];
 
 function parseGroupName(source: string, text: string): string {
   if (!APPROVAL_GROUPS.includes(text)) {
@@ -713,7 +716,9 @@ function parseGroupName(source: string, text: string): string {
       "config_invalid",
       problem(
         `Invalid ${source}`,
-        `expected run_checks groups (${APPROVAL_GROUPS.join(", ")}) separated by commas, received ${received(text)}`,
+        `expected run_checks groups or unisolated (${APPROVAL_GROUPS.join(", ")}) separated by commas, received ${
+          received(text)
+        }`,
         "for example --require-approval repo",
       ),
     );

@@ -631,6 +631,26 @@ describe(`run_checks --allow-unisolated, where no isolation is in force (${runti
     );
   });
 
+  it("with --require-approval unisolated too, runs it only as an approved plan", async () => {
+    const session = await connect({
+      args: ["--root", `own=${own}`, "--allow-unisolated", "repo/own-script", "--require-approval", "unisolated"],
+      env: { ...files, PATH: bin },
+    });
+    try {
+      const result = await session.client.callTool({ name: "run_checks", arguments: { group: "repo" } });
+      assert.equal((result._meta as Record<string, unknown>)["warden/error_code"], "approval_required");
+      assert.match(textOf(result), /repo\/own-script would run so here \(--allow-unisolated, no isolation in force/);
+      // A group with no such check runs as before.
+      const hygiene = await session.client.callTool({ name: "run_checks", arguments: { group: "hygiene" } });
+      assert.notEqual(
+        (hygiene._meta as Record<string, unknown> | undefined)?.["warden/error_code"],
+        "approval_required",
+      );
+    } finally {
+      await session.close();
+    }
+  });
+
   it("with another check named, still skips it", async () => {
     const { answer } = await runOwn(["--allow-unisolated", "typescript/tsc"]);
     assert.equal(answer.gate, "ERROR");

@@ -110,19 +110,30 @@ export async function readPlanState(ctx: GateContext, root: string): Promise<Pla
 
 /**
  * Why a run of `group` needs an approved plan, or [] when it does not: the operator's `--require-approval` names the
- * group (or, for `default`, a group it takes checks from), or the repository's trusted manifest marks one of the
- * group's checks `approval: "required"`.
+ * group (or, for `default`, a group it takes checks from); or names `unisolated` and `unisolated` lists checks of the
+ * group that would run the repository's code here without isolation, with the host's network (the operator's
+ * `--allow-unisolated`, where no isolation is in force); or the repository's trusted manifest marks one of the group's
+ * checks `approval: "required"`.
  */
 export function approvalReasons(
   group: GroupName,
   required: readonly string[],
   manifest: RepoManifest | null,
+  unisolated: readonly string[],
 ): string[] {
   const reasons: string[] = [];
   const groups = group === "default" ? GROUPS : [group];
   const named = groups.filter((name) => required.includes(name));
   if (named.length > 0) {
     reasons.push(`the operator requires approval for group${named.length > 1 ? "s" : ""} ${named.join(", ")}`);
+  }
+  const exposed = unisolated.filter((name) => groups.some((g) => name.startsWith(`${g}/`)));
+  if (required.includes("unisolated") && exposed.length > 0) {
+    reasons.push(
+      `the operator requires approval for runs of the repository's code without isolation, and ${
+        exposed.join(", ")
+      } would run so here (--allow-unisolated, no isolation in force: with the host's network and files)`,
+    );
   }
   if ((group === "repo" || group === "default") && manifest && manifest.approvalRequired.length > 0) {
     reasons.push(`the repository's manifest marks ${manifest.approvalRequired.join(", ")} approval: required`);
@@ -151,7 +162,12 @@ export async function checkApproval(
   const approved = ctx.approval;
   const root = request.project_id;
   if (approved === null) {
-    const reasons = approvalReasons(group, ctx.host.requireApproval, manifest);
+    // Checks the operator lets run the repository's code unisolated run so only where no isolation is in force.
+    const unisolated = ctx.host.requireApproval.includes("unisolated") &&
+        (await ctx.host.gateIsolation()).kind !== "bubblewrap"
+      ? ctx.host.allowUnisolated
+      : [];
+    const reasons = approvalReasons(group, ctx.host.requireApproval, manifest, unisolated);
     if (reasons.length === 0) return;
     throw new WardenError(
       "approval_required",
