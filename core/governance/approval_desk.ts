@@ -8,8 +8,10 @@ import path from "node:path";
 import { messageOf, problem, received, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { type Plan, planDigest, type PlanState, stateMoved } from "./approvals.ts";
+import type { APPROVAL_STATES } from "./ledger.ts";
 
-export type RequestState = "pending_approval" | "approved" | "rejected" | "stale" | "submitted" | "cancelled";
+/** A request's state, as its ledger rows name it too. */
+export type RequestState = (typeof APPROVAL_STATES)[number];
 
 /** Who decided, and how: an HTTP principal on the approvers' list, or an approver's SSH signature (kept). */
 export interface Decider {

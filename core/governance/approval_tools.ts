@@ -215,7 +215,7 @@ export function approvalTools(run: LoadedTool, jobs: JobHost, host: ApprovalHost
     name: "checks_approve",
     title: "Checks: approve or reject a plan",
     description:
-      `An approver's decision on a pending plan. It must echo the request's exact plan_digest (any other is refused as a plan substitution) and carry an approver's identity: a \`signature\` over the plan_digest by a key in the approvers' allowed_signers file (namespace ${APPROVAL_NAMESPACE}: \`warden approve <request_id> --key <key>\` prints one), on any transport; or, over HTTP, a caller who is one of the operator's --approvers. The requester cannot approve its own request without an approver's key. A plan whose repository moved is stale and cannot be approved.`,
+      `An approver's decision on a pending plan. It must echo the request's exact plan_digest (any other is refused as a plan substitution) and carry an approver's identity: a \`signature\` of "approve <plan_digest>" (or "reject <plan_digest>") by a key in the approvers' allowed_signers file (namespace ${APPROVAL_NAMESPACE}: \`warden approve <request_id> --key <key>\` prints one), on any transport; or, over HTTP, a caller who is one of the operator's --approvers. The requester cannot approve its own request without an approver's key. A plan whose repository moved is stale and cannot be approved.`,
     risk: "gate",
     ...capabilities,
     input: v.strictObject({

@@ -141,12 +141,12 @@ export function approvalReasons(
   return reasons;
 }
 
-/** A run's group and filters as a plan holds them: its arguments less the project (and paging). */
-export function planArguments(request: RunRequest): { group: GroupName; filters: Record<string, unknown> } {
-  const { project_id: _project, group, limit: _limit, cursor: _cursor, ...filters } = request as
+/** A run's filters as a plan holds them: its arguments less the project, the group (and paging). */
+function planFilters(request: RunRequest): Record<string, unknown> {
+  const { project_id: _project, group: _group, limit: _limit, cursor: _cursor, ...filters } = request as
     & RunRequest
     & { limit?: unknown; cursor?: unknown };
-  return { group: group ?? "default", filters };
+  return filters;
 }
 
 /**
@@ -179,10 +179,9 @@ export async function checkApproval(
     );
   }
   const { plan } = approved;
-  const asked = planArguments(request);
   if (
     plan.project_id !== root || plan.group !== group ||
-    canonicalJson(plan.filters) !== canonicalJson(asked.filters)
+    canonicalJson(plan.filters) !== canonicalJson(planFilters(request))
   ) {
     throw new WardenError(
       "approval_refused",
