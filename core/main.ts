@@ -529,8 +529,8 @@ async function main(argv: readonly string[]): Promise<number> {
         catalog.tools,
       );
       if (approvalHost) {
-        const { ApprovalDesk } = await import("./governance/approval_desk.ts");
-        approvalHost.attach(new ApprovalDesk(path.join(config.jobsDir, "approvals")), host, ledger, {
+        const { approvalDeskIn } = await import("./governance/approval_desk.ts");
+        approvalHost.attach(approvalDeskIn(config.jobsDir), host, ledger, {
           approvers: config.approvers,
           signersFile: optionalPath(config, "approversSignersFile"),
           revokedKeysFile: config.revokedKeysFile,

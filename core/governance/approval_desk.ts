@@ -50,6 +50,11 @@ function refused(what: string, why: string, fix: string): WardenError {
   return new WardenError("approval_refused", problem(what, why, fix));
 }
 
+/** The desk of a server whose jobs are kept in `jobsDir`. */
+export function approvalDeskIn(jobsDir: string): ApprovalDesk {
+  return new ApprovalDesk(path.join(jobsDir, "approvals"));
+}
+
 export class ApprovalDesk {
   readonly #dir: string;
   /** Steps of one request run one after another in this process (a second submit waits for the first). */

@@ -7,7 +7,7 @@ import path from "node:path";
 import { messageOf, problem, WardenError } from "../errors.ts";
 import { platform } from "../platform/mod.ts";
 import { parsePrivateKey, signMessage } from "../plugins/trust/sshsig.ts";
-import { ApprovalDesk } from "./approval_desk.ts";
+import { approvalDeskIn } from "./approval_desk.ts";
 import { APPROVAL_NAMESPACE } from "./approvals.ts";
 import { approvalMessage } from "./approval_signatures.ts";
 
@@ -36,7 +36,7 @@ export async function approveCommand(jobsDir: string, args: readonly string[]): 
   if (key === undefined) {
     throw usage("--key is missing: the approver's private key, whose public key the operator lists");
   }
-  const request = await new ApprovalDesk(path.join(jobsDir, "approvals")).get(id);
+  const request = await approvalDeskIn(jobsDir).get(id);
   const { plan } = request;
   // What the approver approves, before anything is signed: they read it here, not in the agent's words.
   platform().writeStderr(

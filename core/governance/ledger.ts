@@ -328,24 +328,17 @@ class QueuedIntent {
   constructor(readonly entry: LedgerIntent) {}
 }
 
-/** A signal row in the queue. */
-class QueuedSignal {
-  constructor(readonly entry: LedgerSignal) {}
+/**
+ * A row made the plain way, its canonical form from its fields: signals, the policy engine's decisions and approvals'
+ * steps, which are rare or come with a round trip that dwarfs it, never on a trivial call's path.
+ */
+class QueuedRow {
+  constructor(readonly kind: "signal" | "decision" | "approval", readonly fields: object) {}
 }
 
 /** `value` with lone UTF-16 surrogates replaced: canonical JSON (RFC 8785) has no form for those. */
 function wellFormed<T extends string | null>(value: T): T {
   return value === null ? value : value.toWellFormed() as T;
-}
-
-/** A decision row in the queue. */
-class QueuedDecision {
-  constructor(readonly entry: LedgerDecision) {}
-}
-
-/** An approval row in the queue. */
-class QueuedApproval {
-  constructor(readonly entry: LedgerApproval) {}
 }
 
 /** How the ledger opens its file; the bench swaps it to time the ledger without its write. */
@@ -364,7 +357,7 @@ export class Ledger {
   #broken: AppendOutcome | undefined;
   #sealed = false;
   /** Rows queued for the next append, in seq order: the last of them has seq `#seq`. */
-  #queue: (LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision | QueuedApproval)[] = [];
+  #queue: (LedgerCall | QueuedIntent | QueuedRow)[] = [];
   /** The next append, of the rows queued in this turn: every call among them waits on it. */
   #batch: Promise<AppendOutcome> | undefined;
   /** The anchor row, once the heads of the other files are read; started by the first row. */
@@ -440,103 +433,54 @@ export class Ledger {
     if (entries.length === 0) return Promise.resolve(WRITTEN);
     for (const entry of entries) {
       this.#next();
-      this.#queue.push(new QueuedSignal(entry));
+      this.#queue.push(new QueuedRow("signal", entry));
     }
     return this.#schedule();
   }
 
   /** Queues the policy engine's decision on a call, before the call's own row. */
   decision(entry: LedgerDecision): Promise<AppendOutcome> {
-    // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
-    if (this.#broken) return Promise.resolve(this.#broken);
-    this.#next();
     // Its texts come from the engine, which may send anything JSON holds, lone UTF-16 surrogates included.
-    const text = wellFormed;
-    this.#queue.push(
-      new QueuedDecision({
-        ...entry,
-        principal: text(entry.principal),
-        projectId: text(entry.projectId),
-        reasons: entry.reasons.map(text),
-        failure: text(entry.failure),
-      }),
-    );
-    return this.#schedule();
+    return this.#queuePlain("decision", {
+      ...entry,
+      principal: wellFormed(entry.principal),
+      projectId: wellFormed(entry.projectId),
+      reasons: entry.reasons.map(wellFormed),
+      failure: wellFormed(entry.failure),
+    });
   }
 
   /** Queues a step of an approval request. */
   approval(entry: LedgerApproval): Promise<AppendOutcome> {
+    // A principal is a token's `sub` or a setting: text that may hold lone UTF-16 surrogates.
+    return this.#queuePlain("approval", {
+      ...entry,
+      principal: wellFormed(entry.principal),
+      projectId: wellFormed(entry.projectId),
+      approver: entry.approver && { ...entry.approver, principal: wellFormed(entry.approver.principal) },
+    });
+  }
+
+  /** Queues one row made the plain way. */
+  #queuePlain(kind: QueuedRow["kind"], fields: object): Promise<AppendOutcome> {
     // Stryker disable next-line ConditionalExpression: equivalent, #schedule answers a broken ledger the same way
     if (this.#broken) return Promise.resolve(this.#broken);
     this.#next();
-    // A principal is a token's `sub` or a setting: text that may hold lone UTF-16 surrogates.
-    const text = wellFormed;
-    this.#queue.push(
-      new QueuedApproval({
-        ...entry,
-        principal: text(entry.principal),
-        projectId: text(entry.projectId),
-        approver: entry.approver && { ...entry.approver, principal: text(entry.approver.principal) },
-      }),
-    );
+    this.#queue.push(new QueuedRow(kind, fields));
     return this.#schedule();
   }
 
   /** A queued row's line: its text is made here, once, with its `prev` and the batch's time. */
-  #line(
-    row: LedgerCall | QueuedIntent | QueuedSignal | QueuedDecision | QueuedApproval,
-    seq: number,
-    time: string,
-  ): string {
-    if (row instanceof QueuedApproval) {
-      // A few rows per approval, never on a call's path: the canonical form is made the plain way.
+  #line(row: LedgerCall | QueuedIntent | QueuedRow, seq: number, time: string): string {
+    if (row instanceof QueuedRow) {
       return canonicalJson({
-        ...row.entry,
-        kind: "approval",
+        ...row.fields,
+        kind: row.kind,
         pid: this.#pid,
         prev: this.#prev,
         seq,
         time,
         v: LEDGER_VERSION,
-      });
-    }
-    if (row instanceof QueuedDecision) {
-      // Only with a policy engine, whose round trip dwarfs a row made the plain way.
-      const { tool, principal, projectId, argsHash, allow, reasons, failure, policyMs } = row.entry;
-      return canonicalJson({
-        allow,
-        argsHash,
-        failure,
-        kind: "decision",
-        pid: this.#pid,
-        policyMs,
-        prev: this.#prev,
-        principal,
-        projectId,
-        reasons: [...reasons],
-        seq,
-        time,
-        tool,
-        v: LEDGER_VERSION,
-      });
-    }
-    if (row instanceof QueuedSignal) {
-      // Rare and never on a trivial call's path: the canonical form is made the plain way.
-      const { tool, job, intent, source, where, rule, spanHash } = row.entry;
-      return canonicalJson({
-        intent,
-        job,
-        kind: "signal",
-        pid: this.#pid,
-        prev: this.#prev,
-        rule,
-        seq,
-        source,
-        spanHash,
-        time,
-        tool,
-        v: LEDGER_VERSION,
-        where,
       });
     }
     if (row instanceof QueuedIntent) {
